@@ -1,0 +1,67 @@
+// Package advisory provides PostgreSQL advisory locks for any database/sql
+// driver: locks on a key, not on data, that the server releases when a
+// transaction or a session ends.
+//
+// # Scoped helpers first
+//
+// [WithXactLock] and [WithSessionLock] take a lock, run a function, and
+// release the lock however the function ends: by returning, by an error,
+// or by a panic. They are the recommended way in:
+//
+//	err := advisory.WithXactLock(ctx, db, advisory.NameKey(7, "nightly-report"),
+//		func(ctx context.Context, tx *sql.Tx) error {
+//			_, err := tx.ExecContext(ctx, "INSERT INTO reports ...")
+//			return err
+//		}, advisory.Try())
+//	if errors.Is(err, advisory.ErrNotAcquired) {
+//		return nil // another process is on it
+//	}
+//
+// # Session and transaction locks
+//
+// A transaction lock belongs to a *sql.Tx and ends with it, at COMMIT or
+// ROLLBACK; it cannot be released sooner. [XactLock], [TryXactLock] and
+// their shared forms take one. They work through any pool, PgBouncer's
+// transaction mode included.
+//
+// A session lock belongs to the session behind a *sql.Conn and lasts until
+// it is unlocked or the session ends, across transactions. [Lock],
+// [TryLock], [Unlock] and their shared forms take and release one. No
+// function takes a *sql.DB: with a pool, the lock and the unlock could run
+// on two different sessions. Closing a *sql.Conn returns its session to the
+// pool with its locks, so an unreleased session lock would stay behind for
+// the next user of that connection. This package never lets that happen:
+// whenever it cannot be sure what a session holds, after an interrupted
+// wait or a failed release, it closes the session instead, and the server
+// releases everything the session held.
+//
+// # Keys
+//
+// PostgreSQL has two key spaces that never conflict: one bigint
+// ([Int64Key]) and two integers ([PairKey]). [NameKey] hashes a name into
+// the second half of a pair with [HashText], which is computed here exactly
+// as the server's hashtext() computes it, so
+//
+//	advisory.NameKey(100, "sync_inventory")
+//
+// is the same lock as SELECT pg_advisory_lock(100, hashtext('sync_inventory')).
+// Use the first half as a namespace for each part of a system, so that two
+// modules cannot collide by picking the same number.
+//
+// # Round trips
+//
+// Every lock function costs one round trip, on lib/pq and on pgx alike.
+// Keys are only integers, so they are written into the statement, which
+// keeps every driver on its simple, unprepared path; no string ever goes
+// into SQL text.
+//
+// # Errors
+//
+// Failures match sentinel errors with [errors.Is]: [ErrNotAcquired],
+// [ErrLockTimeout], [ErrDeadlock], [ErrNotHeld], [ErrLockLost] and
+// [ErrLockTableFull]. The driver's error stays reachable with [errors.As],
+// and a cancelled context with errors.Is(err, context.Canceled). The
+// server's errors are recognised by SQLSTATE through the SQLState method
+// that lib/pq's and pgx's errors both have; this package imports no
+// driver.
+package advisory

@@ -1,0 +1,152 @@
+package advisory
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+)
+
+// Key names an advisory lock. PostgreSQL has two key spaces that never
+// conflict with each other: a single bigint, made with [Int64Key], and a
+// pair of integers, made with [PairKey] or [NameKey]. Key is a comparable
+// value, so it can be used as a map key; its zero value is Int64Key(0).
+type Key struct {
+	pair bool
+	hi   int32 // the pair's first half, or the high 32 bits of the bigint
+	lo   int32 // the pair's second half, or the low 32 bits of the bigint
+}
+
+// Int64Key returns the key that pg_advisory_lock(bigint) takes.
+func Int64Key(k int64) Key {
+	return Key{hi: int32(k >> 32), lo: int32(k)}
+}
+
+// PairKey returns the key that pg_advisory_lock(int, int) takes. It never
+// conflicts with an [Int64Key], whatever the numbers.
+func PairKey(k1, k2 int32) Key {
+	return Key{pair: true, hi: k1, lo: k2}
+}
+
+// NameKey returns PairKey(ns, HashText(name)): the same key as
+// pg_advisory_lock(ns, hashtext(name)) in hand-written SQL, computed without
+// a round trip. Names that hash alike share a lock; see [HashText].
+func NameKey(ns int32, name string) Key {
+	return PairKey(ns, HashText(name))
+}
+
+// IsPair reports whether k is in the (int, int) key space.
+func (k Key) IsPair() bool { return k.pair }
+
+// Int64 returns the bigint of a key made by [Int64Key]. ok is false for a
+// pair key.
+func (k Key) Int64() (v int64, ok bool) {
+	if k.pair {
+		return 0, false
+	}
+	return int64(k.hi)<<32 | int64(uint32(k.lo)), true
+}
+
+// Pair returns the two halves of a key made by [PairKey] or [NameKey]. ok
+// is false for a bigint key.
+func (k Key) Pair() (k1, k2 int32, ok bool) {
+	if !k.pair {
+		return 0, 0, false
+	}
+	return k.hi, k.lo, true
+}
+
+// String returns "42" for Int64Key(42) and "1:1234" for PairKey(1, 1234).
+// [ParseKey] reads it back.
+func (k Key) String() string {
+	if k.pair {
+		return strconv.FormatInt(int64(k.hi), 10) + ":" + strconv.FormatInt(int64(k.lo), 10)
+	}
+	v, _ := k.Int64()
+	return strconv.FormatInt(v, 10)
+}
+
+// Compare returns -1, 0 or +1 as k sorts before, equal to or after o. All
+// bigint keys sort before all pair keys, and keys of one space sort by
+// their numbers. The multi-key lock functions take keys in this order, so
+// that two callers locking the same set never deadlock.
+func (k Key) Compare(o Key) int {
+	if k.pair != o.pair {
+		if k.pair {
+			return 1
+		}
+		return -1
+	}
+	if c := cmp.Compare(k.hi, o.hi); c != 0 {
+		return c
+	}
+	if k.pair {
+		return cmp.Compare(k.lo, o.lo)
+	}
+	return cmp.Compare(uint32(k.lo), uint32(o.lo))
+}
+
+// sqlArg renders the key as the argument list of a lock function.
+func (k Key) sqlArg() string {
+	if k.pair {
+		return sqltext.PairArg(k.hi, k.lo)
+	}
+	v, _ := k.Int64()
+	return sqltext.Int64Arg(v)
+}
+
+// ErrBadKey is returned, wrapped, by [ParseKey] for a string that is not a
+// key.
+var ErrBadKey = errors.New("advisory: malformed key")
+
+// ParseKey reads a key written by [Key.String]: a decimal bigint such as
+// "-42", or two decimal int32 halves joined by a colon, such as "1:1234".
+func ParseKey(s string) (Key, error) {
+	a, b, isPair := strings.Cut(s, ":")
+	if !isPair {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return Key{}, fmt.Errorf("%w %q: want a bigint or two int32 joined by ':'", ErrBadKey, s)
+		}
+		return Int64Key(v), nil
+	}
+	k1, err1 := strconv.ParseInt(a, 10, 32)
+	k2, err2 := strconv.ParseInt(b, 10, 32)
+	if err1 != nil || err2 != nil {
+		return Key{}, fmt.Errorf("%w %q: each half of a pair key must be an int32", ErrBadKey, s)
+	}
+	return PairKey(int32(k1), int32(k2)), nil
+}
+
+// canonical returns keys sorted by [Key.Compare] with duplicates removed,
+// leaving the caller's slice untouched.
+func canonical(keys []Key) []Key {
+	out := slices.Clone(keys)
+	slices.SortFunc(out, Key.Compare)
+	return slices.Compact(out)
+}
+
+// keyList renders keys for an error message: "42" or "[1:2 42]".
+func keyList(keys []Key) string {
+	if len(keys) == 1 {
+		return keys[0].String()
+	}
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k.String()
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// sqlArgs renders every key as an argument list.
+func sqlArgs(keys []Key) []string {
+	args := make([]string, len(keys))
+	for i, k := range keys {
+		args[i] = k.sqlArg()
+	}
+	return args
+}

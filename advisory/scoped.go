@@ -1,0 +1,153 @@
+package advisory
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+)
+
+// WithXactLock runs fn in a transaction that holds a transaction lock on
+// key. It begins a transaction on db, takes the lock (waiting, unless
+// [Try] or [Timeout] says otherwise), runs fn, and commits if fn returns
+// nil. It rolls back if taking the lock fails, if fn returns an error, or if
+// fn panics, in which case the panic continues after the rollback. The lock
+// is released when the transaction ends, so it can never outlive the call,
+// and it works through any pool, PgBouncer's transaction mode included.
+//
+// fn may end tx itself, for example to commit before it answers a client;
+// WithXactLock then leaves the transaction as fn ended it and returns fn's
+// result. If fn returns nil but ctx ended the transaction first,
+// WithXactLock returns an error wrapping ctx.Err().
+//
+// When the lock is not granted the error matches [ErrNotAcquired] (with
+// [Try]), [ErrLockTimeout] (with [Timeout]), [ErrDeadlock], or ctx.Err(),
+// and fn is not called.
+func WithXactLock(ctx context.Context, db *sql.DB, key Key, fn func(ctx context.Context, tx *sql.Tx) error, opts ...Option) error {
+	switch {
+	case db == nil:
+		return errNilDB
+	case fn == nil:
+		return errNilFunc
+	}
+	o, err := newOptions(opts)
+	if err != nil {
+		return err
+	}
+	tx, err := db.BeginTx(ctx, o.txOpts)
+	if err != nil {
+		return fail(ctx, "begin", "", err)
+	}
+	finished := false
+	defer func() {
+		// fn panicked or called runtime.Goexit: the panic goes on, with
+		// its own stack, after the rollback.
+		if !finished {
+			_ = tx.Rollback()
+		}
+	}()
+
+	op, stmt := o.lockStatement(true, key)
+	acquired, err := xactAcquire(ctx, tx, op, key.String(), stmt)
+	if err == nil && !acquired {
+		err = failKind(op, key.String(), ErrNotAcquired, nil)
+	}
+	if err != nil {
+		finished = true
+		return errors.Join(err, rollback(tx))
+	}
+
+	err = fn(ctx, tx)
+	finished = true
+	if err != nil {
+		return errors.Join(err, rollback(tx))
+	}
+	if err := tx.Commit(); err != nil {
+		if !errors.Is(err, sql.ErrTxDone) {
+			return fail(ctx, "commit", "", err)
+		}
+		if ctx.Err() != nil {
+			return fail(ctx, "commit", "", err)
+		}
+		// fn ended the transaction itself.
+	}
+	return nil
+}
+
+// rollback ends tx, reporting only a failure that says something: a
+// transaction that ctx or fn already ended is not one.
+func rollback(tx *sql.Tx) error {
+	if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+		return fmt.Errorf("advisory: rollback: %w", err)
+	}
+	return nil
+}
+
+// WithSessionLock runs fn on a dedicated connection that holds a session
+// lock on key. It takes a *sql.Conn from db, takes the lock (waiting,
+// unless [Try] or [Timeout] says otherwise), runs fn, and releases the lock
+// when fn returns, even when ctx is cancelled by then. The lock is held
+// only while fn runs.
+//
+// The connection goes back to the pool only when nothing is in doubt: the
+// lock was not granted, or it was released cleanly. After an interrupted
+// wait, a failed or refused release, or a panic in fn, WithSessionLock
+// closes the session instead, and the server drops whatever it held. A
+// panic continues after that. fn must not close conn: that would return
+// the session to the pool with the lock.
+//
+// Use it for work that must span several transactions, or that must hold
+// a lock while it waits on something outside the database; otherwise
+// prefer [WithXactLock]. Session locks do not work through PgBouncer's
+// transaction mode.
+//
+// When the lock is not granted the error matches [ErrNotAcquired],
+// [ErrLockTimeout], [ErrDeadlock], or ctx.Err(), and fn is not called. If
+// the lock was gone when fn returned, the error matches [ErrLockLost].
+func WithSessionLock(ctx context.Context, db *sql.DB, key Key, fn func(ctx context.Context, conn *sql.Conn) error, opts ...Option) error {
+	switch {
+	case db == nil:
+		return errNilDB
+	case fn == nil:
+		return errNilFunc
+	}
+	o, err := newOptions(opts)
+	if err != nil {
+		return err
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fail(ctx, "connect", "", err)
+	}
+	defer conn.Close()
+
+	op, stmt := o.lockStatement(false, key)
+	acquired, err := acquire(ctx, conn, op, key.String(), stmt)
+	if err != nil {
+		return err
+	}
+	if !acquired {
+		return failKind(op, key.String(), ErrNotAcquired, nil)
+	}
+
+	finished := false
+	defer func() {
+		if !finished {
+			discard(conn) // fn panicked or called runtime.Goexit
+		}
+	}()
+	fnErr := fn(ctx, conn)
+	finished = true
+
+	unlockOp := "unlock"
+	if o.shared {
+		unlockOp = "unlock shared"
+	}
+	relErr := release(ctx, conn, unlockOp, []Key{key}, sqltext.Unlock(o.shared, key.sqlArg()))
+	if errors.Is(relErr, ErrNotHeld) {
+		relErr = failKind(unlockOp, key.String(), ErrLockLost, nil)
+	}
+	return errors.Join(fnErr, relErr)
+}

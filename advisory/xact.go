@@ -1,0 +1,77 @@
+package advisory
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+)
+
+// Transaction locks belong to a *sql.Tx. They cannot be unlocked: each is
+// released when the transaction commits or rolls back, which is what makes
+// them safe with any pool, and with PgBouncer in transaction mode. Prefer
+// [WithXactLock], which begins and ends the transaction for you.
+//
+// After any error from these functions the transaction is aborted on the
+// server, and a lock that was granted as the error arose is held until the
+// caller rolls back.
+
+// XactLock waits until it holds an exclusive transaction lock on key. The
+// lock is released when tx commits or rolls back. Taking it again in the
+// same transaction succeeds at once.
+//
+// If ctx ends the wait, XactLock returns an error wrapping ctx.Err(); roll
+// tx back.
+func XactLock(ctx context.Context, tx *sql.Tx, key Key) error {
+	_, err := xactAcquire(ctx, tx, "xact lock", key.String(), sqltext.Lock(true, false, key.sqlArg()))
+	return err
+}
+
+// XactLockShared waits until it holds a shared transaction lock on key.
+// Shared locks on a key coexist with each other and exclude exclusive ones.
+// The lock is released when tx commits or rolls back.
+func XactLockShared(ctx context.Context, tx *sql.Tx, key Key) error {
+	_, err := xactAcquire(ctx, tx, "xact lock shared", key.String(), sqltext.Lock(true, true, key.sqlArg()))
+	return err
+}
+
+// TryXactLock takes an exclusive transaction lock on key if it is free,
+// without waiting, and reports whether it did. A lock taken is released
+// when tx commits or rolls back.
+func TryXactLock(ctx context.Context, tx *sql.Tx, key Key) (bool, error) {
+	return xactAcquire(ctx, tx, "try xact lock", key.String(), sqltext.TryLock(true, false, key.sqlArg()))
+}
+
+// TryXactLockShared takes a shared transaction lock on key if no exclusive
+// lock holds it, without waiting, and reports whether it did. A lock taken
+// is released when tx commits or rolls back.
+func TryXactLockShared(ctx context.Context, tx *sql.Tx, key Key) (bool, error) {
+	return xactAcquire(ctx, tx, "try xact lock shared", key.String(), sqltext.TryLock(true, true, key.sqlArg()))
+}
+
+// XactLockKeys waits until it holds an exclusive transaction lock on every
+// key. It takes them in one statement, in the order of [Key.Compare] with
+// duplicates removed, so that transactions locking overlapping sets never
+// deadlock one another. The locks are released when tx commits or rolls
+// back.
+func XactLockKeys(ctx context.Context, tx *sql.Tx, keys ...Key) error {
+	if len(keys) == 0 {
+		return errNoKeys
+	}
+	keys = canonical(keys)
+	_, err := xactAcquire(ctx, tx, "xact lock", keyList(keys), sqltext.Lock(true, false, sqlArgs(keys)...))
+	return err
+}
+
+// xactAcquire runs a transaction lock statement on tx and reports whether
+// it affected a row, which for a try means the lock was taken.
+func xactAcquire(ctx context.Context, tx *sql.Tx, op, keys, stmt string) (bool, error) {
+	if tx == nil {
+		return false, errNilTx
+	}
+	n, err := run(ctx, tx, stmt)
+	if err != nil {
+		return false, fail(ctx, op, keys, err)
+	}
+	return n > 0, nil
+}

@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# Builds the local PostgreSQL images the integration tests run on, without a
+# container registry: a minimal Debian root file system from debootstrap, the
+# distribution's PostgreSQL package installed into it, then `docker import`.
+#
+#   pgadvisory/postgres:15   Debian bookworm, postgresql-15
+#   pgadvisory/postgres:17   Debian trixie,   postgresql-17
+#
+# An image that already exists is reused; pass --rebuild to build it anew.
+# The container starts a throwaway cluster (trust authentication, port 5432)
+# and accepts the same command as the official postgres image, for example
+# `postgres -c fsync=off`.
+#
+# Usage: ci/build-images.sh [--rebuild]
+# Environment: PGADVISORY_DEBIAN_MIRROR (default http://deb.debian.org/debian)
+set -euo pipefail
+
+mirror="${PGADVISORY_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+rebuild=0
+
+usage() {
+	sed -n '2,16s/^# \{0,1\}//p' "$0"
+}
+
+for arg in "$@"; do
+	case "$arg" in
+	--rebuild) rebuild=1 ;;
+	-h | --help)
+		usage
+		exit 0
+		;;
+	*)
+		echo "build-images: unknown argument: $arg" >&2
+		usage >&2
+		exit 2
+		;;
+	esac
+done
+
+log() { printf '%s build-images: %s\n' "$(date +%H:%M:%S)" "$*"; }
+die() {
+	printf 'build-images: error: %s\n' "$*" >&2
+	exit 1
+}
+
+# Each image: tag, Debian suite, PostgreSQL major version.
+images=(
+	"pgadvisory/postgres:15 bookworm 15"
+	"pgadvisory/postgres:17 trixie 17"
+)
+
+command -v docker >/dev/null 2>&1 || die "docker is not installed"
+docker info >/dev/null 2>&1 || die "cannot reach the Docker engine (docker info failed)"
+
+todo=()
+for spec in "${images[@]}"; do
+	read -r tag _ _ <<<"$spec"
+	if [[ $rebuild -eq 0 ]] && docker image inspect "$tag" >/dev/null 2>&1; then
+		log "$tag exists, reusing it (pass --rebuild to build it anew)"
+	else
+		todo+=("$spec")
+	fi
+done
+if [[ ${#todo[@]} -eq 0 ]]; then
+	exit 0
+fi
+
+[[ $(id -u) -eq 0 ]] || die "building images needs root (debootstrap and chroot)"
+if ! command -v debootstrap >/dev/null 2>&1; then
+	log "installing debootstrap"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq || die "apt-get update failed"
+	apt-get install -y -qq --no-install-recommends debootstrap debian-archive-keyring >/dev/null ||
+		die "apt-get install debootstrap failed"
+fi
+
+work="$(mktemp -d /tmp/pgadvisory-images.XXXXXX)"
+cleanup() {
+	local dir
+	for dir in "$work"/*/rootfs; do
+		[[ -d $dir ]] || continue
+		umount -l "$dir/proc" 2>/dev/null || true
+		umount -l "$dir/dev/pts" 2>/dev/null || true
+	done
+	rm -rf --one-file-system "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# The container's entry point. It runs as user postgres, creates the cluster
+# on first start and then becomes the server, so that signals reach it.
+write_entrypoint() {
+	cat >"$1" <<'ENTRYPOINT'
+#!/bin/sh
+# Starts a throwaway PostgreSQL: trust authentication, listening on port 5432.
+# Arguments are passed to postgres; a leading "postgres" is dropped, so the
+# command of the official postgres image works here too. Any other command
+# is run as given.
+set -eu
+PGDATA="${PGDATA:-/var/lib/postgresql/data}"
+export PGDATA
+if [ "$(id -u)" = 0 ]; then
+	exec setpriv --reuid=postgres --regid=postgres --init-groups "$0" "$@"
+fi
+if [ "$#" -gt 0 ] && [ "$1" = postgres ]; then
+	shift
+fi
+if [ "$#" -gt 0 ] && [ "${1#-}" = "$1" ]; then
+	exec "$@"
+fi
+if [ ! -s "$PGDATA/PG_VERSION" ]; then
+	initdb --auth=trust -U postgres --no-sync --encoding=UTF8 --locale=C -D "$PGDATA" >/dev/null
+	{
+		echo "listen_addresses = '*'"
+		echo "port = 5432"
+	} >>"$PGDATA/postgresql.conf"
+	echo "host all all all trust" >>"$PGDATA/pg_hba.conf"
+fi
+exec postgres -D "$PGDATA" "$@"
+ENTRYPOINT
+	chmod 0755 "$1"
+}
+
+# build_one TAG SUITE MAJOR: runs in the background, all output to its log.
+build_one() {
+	local tag="$1" suite="$2" major="$3"
+	local dir="$work/pg$major"
+	local root="$dir/rootfs"
+	mkdir -p "$dir"
+
+	echo "== debootstrap $suite"
+	debootstrap --variant=minbase "$suite" "$root" "$mirror"
+
+	echo "== install postgresql-$major"
+	# No service may start inside the chroot, and the package must not
+	# create a cluster: the entry point creates one when a container starts.
+	printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
+	chmod 0755 "$root/usr/sbin/policy-rc.d"
+	mkdir -p "$root/etc/postgresql-common"
+	echo "create_main_cluster = false" >"$root/etc/postgresql-common/createcluster.conf"
+	cp /etc/resolv.conf "$root/etc/resolv.conf"
+	mount -t proc proc "$root/proc"
+	chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+		DEBIAN_FRONTEND=noninteractive LANG=C.UTF-8 \
+		sh -ec "apt-get update -q
+			apt-get install -y -q --no-install-recommends postgresql-$major
+			apt-get clean"
+	umount "$root/proc"
+
+	echo "== finish the file system"
+	write_entrypoint "$root/usr/local/bin/pgadvisory-entrypoint"
+	mkdir -p "$root/var/lib/postgresql" "$root/var/run/postgresql"
+	chroot "$root" chown postgres:postgres /var/lib/postgresql /var/run/postgresql
+	chmod 2775 "$root/var/run/postgresql"
+	rm -f "$root/usr/sbin/policy-rc.d" "$root/etc/resolv.conf"
+	rm -rf "$root"/var/cache/apt/* "$root"/var/lib/apt/lists/* \
+		"$root"/var/cache/debconf/*-old "$root"/var/log/* "$root"/tmp/* \
+		"$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/info/* \
+		"$root"/usr/share/locale/* "$root"/usr/share/postgresql/*/man
+	rm -rf "$root"/dev/*
+
+	echo "== docker import $tag"
+	local bin="/usr/lib/postgresql/$major/bin"
+	tar --numeric-owner -C "$root" -cf - . |
+		docker import \
+			--change 'ENTRYPOINT ["/usr/local/bin/pgadvisory-entrypoint"]' \
+			--change 'CMD ["postgres"]' \
+			--change 'USER postgres' \
+			--change 'EXPOSE 5432' \
+			--change "ENV PATH=$bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+			--change 'ENV PGDATA=/var/lib/postgresql/data' \
+			--change 'ENV LANG=C.UTF-8' \
+			--change 'WORKDIR /var/lib/postgresql' \
+			--message "PostgreSQL $major on Debian $suite for pgadvisory tests" \
+			- "$tag"
+	rm -rf --one-file-system "$root"
+}
+
+start=$SECONDS
+pids=()
+for spec in "${todo[@]}"; do
+	read -r tag suite major <<<"$spec"
+	log "building $tag from Debian $suite (log: $work/pg$major.log)"
+	(
+		t0=$SECONDS
+		build_one "$tag" "$suite" "$major" >"$work/pg$major.log" 2>&1
+		echo "$((SECONDS - t0))" >"$work/pg$major.seconds"
+	) &
+	pids+=("$!")
+done
+
+failed=0
+for i in "${!todo[@]}"; do
+	read -r tag suite major <<<"${todo[$i]}"
+	if wait "${pids[$i]}"; then
+		log "built $tag in $(cat "$work/pg$major.seconds")s"
+	else
+		failed=1
+		echo "build-images: error: building $tag failed; last lines of its log:" >&2
+		tail -n 40 "$work/pg$major.log" | sed 's/^/    /' >&2
+	fi
+done
+[[ $failed -eq 0 ]] || exit 1
+log "all images built in $((SECONDS - start))s"
+docker image ls --format '{{.Repository}}:{{.Tag}}  {{.Size}}' 'pgadvisory/postgres'
