@@ -17,7 +17,7 @@ const alpha = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 // values come from a SQL_ASCII database, where text holds raw bytes.
 var highBit = strings.Repeat("\xff\x80\xfe\x81", 6)
 
-// hashSeeds are the seeds of want.extended, in order.
+// hashSeeds are the seeds of the extended values in hashCases, in order.
 var hashSeeds = [...]int64{0, 1, -1, 42, 1 << 40, math.MinInt64, math.MaxInt64}
 
 // hashCases hold values from PostgreSQL 15.18 on x86-64: hashtext(in) and

@@ -50,8 +50,8 @@ func WithXactLock(ctx context.Context, db *sql.DB, key Key, fn func(ctx context.
 	}()
 
 	op, stmt := o.lockStatement(true, key)
-	acquired, err := xactAcquire(ctx, tx, op, key.String(), stmt)
-	if err == nil && !acquired {
+	acquired, err := xactAcquire(ctx, tx, op, key.String(), stmt) // only a try reports a row count
+	if err == nil && o.try && !acquired {
 		err = failKind(op, key.String(), ErrNotAcquired, nil)
 	}
 	if err != nil {
@@ -128,7 +128,7 @@ func WithSessionLock(ctx context.Context, db *sql.DB, key Key, fn func(ctx conte
 	if err != nil {
 		return err
 	}
-	if !acquired {
+	if o.try && !acquired {
 		return failKind(op, key.String(), ErrNotAcquired, nil)
 	}
 

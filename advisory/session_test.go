@@ -1,0 +1,250 @@
+package advisory_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/pgadvisory/pgadvisory/advisory"
+)
+
+var (
+	k42   = advisory.Int64Key(42)
+	kPair = advisory.PairKey(1, -2)
+	kMin  = advisory.Int64Key(-1 << 63)
+)
+
+func TestSessionSQL(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		call     func(context.Context, *sql.Conn) (bool, error)
+		sql      string
+		affected int64
+		want     bool
+		wantErr  error
+	}{
+		{"Lock", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, k42) }),
+			"SELECT pg_advisory_lock(42)", 1, true, nil},
+		{"LockPair", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, kPair) }),
+			"SELECT pg_advisory_lock(1,-2)", 1, true, nil},
+		{"LockMinInt64", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, kMin) }),
+			"SELECT pg_advisory_lock(-9223372036854775808)", 1, true, nil},
+		{"LockShared", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.LockShared(ctx, c, k42) }),
+			"SELECT pg_advisory_lock_shared(42)", 1, true, nil},
+		{"TryLockTaken", func(ctx context.Context, c *sql.Conn) (bool, error) { return advisory.TryLock(ctx, c, k42) },
+			"SELECT 1 WHERE pg_try_advisory_lock(42)", 1, true, nil},
+		{"TryLockBusy", func(ctx context.Context, c *sql.Conn) (bool, error) { return advisory.TryLock(ctx, c, k42) },
+			"SELECT 1 WHERE pg_try_advisory_lock(42)", 0, false, nil},
+		{"TryLockShared", func(ctx context.Context, c *sql.Conn) (bool, error) { return advisory.TryLockShared(ctx, c, kPair) },
+			"SELECT 1 WHERE pg_try_advisory_lock_shared(1,-2)", 1, true, nil},
+		{"LockKeysSortedAndDeduplicated", acquired(func(ctx context.Context, c *sql.Conn) error {
+			return advisory.LockKeys(ctx, c, kPair, k42, advisory.Int64Key(-7), k42)
+		}), "SELECT pg_advisory_lock(-7),pg_advisory_lock(42),pg_advisory_lock(1,-2)", 1, true, nil},
+		{"Unlock", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.Unlock(ctx, c, k42) }),
+			"SELECT 1 WHERE pg_advisory_unlock(42)", 1, true, nil},
+		{"UnlockShared", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.UnlockShared(ctx, c, kPair) }),
+			"SELECT 1 WHERE pg_advisory_unlock_shared(1,-2)", 1, true, nil},
+		{"UnlockKeys", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.UnlockKeys(ctx, c, kPair, k42) }),
+			"SELECT 1 FROM (VALUES (pg_advisory_unlock(42)),(pg_advisory_unlock(1,-2))) AS u(released) WHERE released", 2, true, nil},
+		{"UnlockAll", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.UnlockAll(ctx, c) }),
+			"SELECT pg_advisory_unlock_all()", 1, true, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			conn, m := mockConn(t)
+			m.ExpectExec(tt.sql).WithoutArgs().WillReturnResult(rows(tt.affected))
+			got, err := tt.call(context.Background(), conn)
+			if err != nil || got != tt.want {
+				t.Fatalf("got %v, %v; want %v, nil", got, err, tt.want)
+			}
+			// The session is still ours: nothing was in doubt.
+			if err := conn.PingContext(context.Background()); err != nil {
+				t.Fatalf("conn unusable after a clean call: %v", err)
+			}
+		})
+	}
+}
+
+// acquired adapts a function that reports only an error.
+func acquired(f func(context.Context, *sql.Conn) error) func(context.Context, *sql.Conn) (bool, error) {
+	return func(ctx context.Context, c *sql.Conn) (bool, error) {
+		if err := f(ctx, c); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+}
+
+// TestSessionDiscardsOnDoubt checks that every outcome that leaves the
+// session's holding in doubt closes the session instead of returning it to
+// the pool.
+func TestSessionDiscardsOnDoubt(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		call    func(context.Context, *sql.Conn) error
+		sql     string
+		result  sql.Result
+		err     error
+		cancel  bool
+		wantErr []error
+		wantMsg string
+	}{
+		{
+			name:    "LockTimeoutRacesTheGrant",
+			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, k42) },
+			sql:     "SELECT pg_advisory_lock(42)",
+			err:     &sqlState{"55P03", "canceling statement due to lock timeout"},
+			wantErr: []error{advisory.ErrLockTimeout},
+			wantMsg: "advisory: lock 42: lock wait timed out: driver: canceling statement due to lock timeout (SQLSTATE 55P03)",
+		},
+		{
+			name:    "Deadlock",
+			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.LockShared(ctx, c, k42) },
+			sql:     "SELECT pg_advisory_lock_shared(42)",
+			err:     &sqlState{"40P01", "deadlock detected"},
+			wantErr: []error{advisory.ErrDeadlock},
+		},
+		{
+			name: "LockTableFullAfterPartialGrant",
+			call: func(ctx context.Context, c *sql.Conn) error {
+				return advisory.LockKeys(ctx, c, advisory.Int64Key(2), advisory.Int64Key(1))
+			},
+			sql:     "SELECT pg_advisory_lock(1),pg_advisory_lock(2)",
+			err:     &sqlState{"53200", "out of shared memory"},
+			wantErr: []error{advisory.ErrLockTableFull},
+			wantMsg: "advisory: lock [1 2]: lock table full; raise max_locks_per_transaction: driver: out of shared memory (SQLSTATE 53200)",
+		},
+		{
+			name:    "SuccessAfterContextEnded",
+			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, k42) },
+			sql:     "SELECT pg_advisory_lock(42)",
+			result:  rows(1),
+			cancel:  true,
+			wantErr: []error{context.Canceled},
+		},
+		{
+			name: "TryAfterContextEnded",
+			call: func(ctx context.Context, c *sql.Conn) error {
+				_, err := advisory.TryLock(ctx, c, k42)
+				return err
+			},
+			sql:     "SELECT 1 WHERE pg_try_advisory_lock(42)",
+			result:  rows(0),
+			cancel:  true,
+			wantErr: []error{context.Canceled},
+		},
+		{
+			name:    "UnlockNotHeld",
+			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.Unlock(ctx, c, k42) },
+			sql:     "SELECT 1 WHERE pg_advisory_unlock(42)",
+			result:  rows(0),
+			wantErr: []error{advisory.ErrNotHeld},
+			wantMsg: "advisory: unlock 42: lock not held",
+		},
+		{
+			name: "UnlockKeysPartlyHeld",
+			call: func(ctx context.Context, c *sql.Conn) error {
+				return advisory.UnlockKeys(ctx, c, advisory.Int64Key(1), advisory.Int64Key(2))
+			},
+			sql:     "SELECT 1 FROM (VALUES (pg_advisory_unlock(1)),(pg_advisory_unlock(2))) AS u(released) WHERE released",
+			result:  rows(1),
+			wantErr: []error{advisory.ErrNotHeld},
+		},
+		{
+			name:    "UnlockFails",
+			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.UnlockShared(ctx, c, k42) },
+			sql:     "SELECT 1 WHERE pg_advisory_unlock_shared(42)",
+			err:     &sqlState{"57014", "canceling statement due to user request"},
+			wantErr: []error{},
+		},
+		{
+			name:    "UnlockAllFails",
+			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.UnlockAll(ctx, c) },
+			sql:     "SELECT pg_advisory_unlock_all()",
+			err:     errors.New("connection reset"),
+			wantErr: []error{},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			conn, m := mockConn(t)
+			ctx := context.Background()
+			if tt.cancel {
+				ctx = endedAsCallReturns{ctx}
+			}
+			e := m.ExpectExec(tt.sql).WithoutArgs()
+			if tt.err != nil {
+				e.WillReturnError(tt.err)
+			} else {
+				e.WillReturnResult(tt.result)
+			}
+			m.ExpectClose() // the session is discarded, not pooled
+			err := tt.call(ctx, conn)
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			for _, want := range tt.wantErr {
+				if !errors.Is(err, want) {
+					t.Errorf("error %q does not match %v", err, want)
+				}
+			}
+			if tt.err != nil && !errors.Is(err, tt.err) {
+				t.Errorf("error %q hides the driver's error", err)
+			}
+			if tt.wantMsg != "" && err.Error() != tt.wantMsg {
+				t.Errorf("message\n got %q\nwant %q", err, tt.wantMsg)
+			}
+			if !strings.HasPrefix(err.Error(), "advisory: ") {
+				t.Errorf("message %q lacks the package prefix", err)
+			}
+			if err := conn.PingContext(context.Background()); !errors.Is(err, sql.ErrConnDone) {
+				t.Fatalf("after a doubtful outcome the conn is still usable (ping: %v)", err)
+			}
+		})
+	}
+}
+
+func TestUnlockRunsAfterCancel(t *testing.T) {
+	t.Parallel()
+	conn, m := mockConn(t)
+	m.ExpectExec("SELECT 1 WHERE pg_advisory_unlock(42)").WithoutArgs().WillReturnResult(rows(1))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := advisory.Unlock(ctx, conn, k42); err != nil {
+		t.Fatalf("Unlock with a cancelled context: %v", err)
+	}
+}
+
+func TestSessionBadInput(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	conn, _ := mockConn(t)
+	calls := map[string]func() error{
+		"LockNilConn":       func() error { return advisory.Lock(ctx, nil, k42) },
+		"LockSharedNilConn": func() error { return advisory.LockShared(ctx, nil, k42) },
+		"TryLockNilConn":    func() error { _, err := advisory.TryLock(ctx, nil, k42); return err },
+		"TryLockSharedNil":  func() error { _, err := advisory.TryLockShared(ctx, nil, k42); return err },
+		"UnlockNilConn":     func() error { return advisory.Unlock(ctx, nil, k42) },
+		"UnlockSharedNil":   func() error { return advisory.UnlockShared(ctx, nil, k42) },
+		"UnlockAllNilConn":  func() error { return advisory.UnlockAll(ctx, nil) },
+		"LockKeysNilConn":   func() error { return advisory.LockKeys(ctx, nil, k42) },
+		"UnlockKeysNilConn": func() error { return advisory.UnlockKeys(ctx, nil, k42) },
+		"LockKeysNone":      func() error { return advisory.LockKeys(ctx, conn) },
+		"UnlockKeysNone":    func() error { return advisory.UnlockKeys(ctx, conn) },
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			err := call()
+			if err == nil || !strings.HasPrefix(err.Error(), "advisory: ") {
+				t.Fatalf("got %v, want a clear advisory error", err)
+			}
+		})
+	}
+}

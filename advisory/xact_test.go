@@ -1,0 +1,118 @@
+package advisory_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"testing"
+
+	"github.com/pgadvisory/pgadvisory/advisory"
+)
+
+func TestXactSQL(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		call     func(context.Context, *sql.Tx) (bool, error)
+		sql      string
+		affected int64
+		want     bool
+	}{
+		{"XactLock", xactAcquired(func(ctx context.Context, tx *sql.Tx) error { return advisory.XactLock(ctx, tx, k42) }),
+			"SELECT pg_advisory_xact_lock(42)", 1, true},
+		{"XactLockPair", xactAcquired(func(ctx context.Context, tx *sql.Tx) error { return advisory.XactLock(ctx, tx, kPair) }),
+			"SELECT pg_advisory_xact_lock(1,-2)", 1, true},
+		{"XactLockShared", xactAcquired(func(ctx context.Context, tx *sql.Tx) error { return advisory.XactLockShared(ctx, tx, k42) }),
+			"SELECT pg_advisory_xact_lock_shared(42)", 1, true},
+		{"TryXactLockTaken", func(ctx context.Context, tx *sql.Tx) (bool, error) { return advisory.TryXactLock(ctx, tx, k42) },
+			"SELECT 1 WHERE pg_try_advisory_xact_lock(42)", 1, true},
+		{"TryXactLockBusy", func(ctx context.Context, tx *sql.Tx) (bool, error) { return advisory.TryXactLock(ctx, tx, k42) },
+			"SELECT 1 WHERE pg_try_advisory_xact_lock(42)", 0, false},
+		{"TryXactLockShared", func(ctx context.Context, tx *sql.Tx) (bool, error) {
+			return advisory.TryXactLockShared(ctx, tx, kPair)
+		}, "SELECT 1 WHERE pg_try_advisory_xact_lock_shared(1,-2)", 1, true},
+		{"XactLockKeys", xactAcquired(func(ctx context.Context, tx *sql.Tx) error {
+			return advisory.XactLockKeys(ctx, tx, k42, kPair, k42, kMin)
+		}), "SELECT pg_advisory_xact_lock(-9223372036854775808),pg_advisory_xact_lock(42),pg_advisory_xact_lock(1,-2)", 1, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tx, m := mockTx(t)
+			m.ExpectExec(tt.sql).WithoutArgs().WillReturnResult(rows(tt.affected))
+			m.ExpectRollback()
+			got, err := tt.call(context.Background(), tx)
+			if err != nil || got != tt.want {
+				t.Fatalf("got %v, %v; want %v, nil", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func xactAcquired(f func(context.Context, *sql.Tx) error) func(context.Context, *sql.Tx) (bool, error) {
+	return func(ctx context.Context, tx *sql.Tx) (bool, error) {
+		if err := f(ctx, tx); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+}
+
+func TestXactErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		err  error
+		want error
+	}{
+		{"LockTimeout", &sqlState{"55P03", "canceling statement due to lock timeout"}, advisory.ErrLockTimeout},
+		{"Deadlock", &sqlState{"40P01", "deadlock detected"}, advisory.ErrDeadlock},
+		{"LockTableFull", &sqlState{"53200", "out of shared memory"}, advisory.ErrLockTableFull},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tx, m := mockTx(t)
+			m.ExpectExec("SELECT pg_advisory_xact_lock(42)").WillReturnError(tt.err)
+			m.ExpectRollback()
+			err := advisory.XactLock(context.Background(), tx, k42)
+			if !errors.Is(err, tt.want) || !errors.Is(err, tt.err) {
+				t.Fatalf("error %q should match %v and keep the driver's error", err, tt.want)
+			}
+			var st interface{ SQLState() string }
+			if !errors.As(err, &st) || st.SQLState() != tt.err.(*sqlState).code {
+				t.Fatalf("errors.As cannot reach the SQLSTATE of %q", err)
+			}
+		})
+	}
+}
+
+func TestXactSuccessAfterContextEnded(t *testing.T) {
+	t.Parallel()
+	tx, m := mockTx(t)
+	m.ExpectExec("SELECT pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
+	m.ExpectRollback()
+	err := advisory.XactLock(endedAsCallReturns{context.Background()}, tx, k42)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want an error matching context.Canceled", err)
+	}
+}
+
+func TestXactBadInput(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tx, m := mockTx(t)
+	m.ExpectRollback()
+	for name, call := range map[string]func() error{
+		"XactLock":          func() error { return advisory.XactLock(ctx, nil, k42) },
+		"XactLockShared":    func() error { return advisory.XactLockShared(ctx, nil, k42) },
+		"TryXactLock":       func() error { _, err := advisory.TryXactLock(ctx, nil, k42); return err },
+		"TryXactLockShared": func() error { _, err := advisory.TryXactLockShared(ctx, nil, k42); return err },
+		"XactLockKeys":      func() error { return advisory.XactLockKeys(ctx, nil, k42) },
+		"XactLockKeysNone":  func() error { return advisory.XactLockKeys(ctx, tx) },
+	} {
+		if err := call(); err == nil {
+			t.Errorf("%s: no error for bad input", name)
+		}
+	}
+}
