@@ -250,14 +250,14 @@ func TestScopedBadInput(t *testing.T) {
 	xfn := func(context.Context, *sql.Tx) error { return nil }
 	sfn := func(context.Context, *sql.Conn) error { return nil }
 	tests := map[string]error{
-		"XactNilDB":         advisory.WithXactLock(ctx, nil, k42, xfn),
-		"XactNilFn":         advisory.WithXactLock(ctx, db, k42, nil),
-		"SessionNilDB":      advisory.WithSessionLock(ctx, nil, k42, sfn),
-		"SessionNilFn":      advisory.WithSessionLock(ctx, db, k42, nil),
-		"TimeoutZero":       advisory.WithXactLock(ctx, db, k42, xfn, advisory.Timeout(0)),
-		"TimeoutNegative":   advisory.WithSessionLock(ctx, db, k42, sfn, advisory.Timeout(-time.Second)),
-		"TimeoutTooLong":    advisory.WithXactLock(ctx, db, k42, xfn, advisory.Timeout(1000*time.Hour)),
-		"TryWithTimeout":    advisory.WithXactLock(ctx, db, k42, xfn, advisory.Try(), advisory.Timeout(time.Second)),
+		"XactNilDB":       advisory.WithXactLock(ctx, nil, k42, xfn),
+		"XactNilFn":       advisory.WithXactLock(ctx, db, k42, nil),
+		"SessionNilDB":    advisory.WithSessionLock(ctx, nil, k42, sfn),
+		"SessionNilFn":    advisory.WithSessionLock(ctx, db, k42, nil),
+		"TimeoutZero":     advisory.WithXactLock(ctx, db, k42, xfn, advisory.Timeout(0)),
+		"TimeoutNegative": advisory.WithSessionLock(ctx, db, k42, sfn, advisory.Timeout(-time.Second)),
+		"TimeoutTooLong":  advisory.WithXactLock(ctx, db, k42, xfn, advisory.Timeout(1000*time.Hour)),
+		"TryWithTimeout":  advisory.WithXactLock(ctx, db, k42, xfn, advisory.Try(), advisory.Timeout(time.Second)),
 		"NilOptionIsIgnored": func() error {
 			return advisory.WithXactLock(ctx, nil, k42, xfn, nil)
 		}(),

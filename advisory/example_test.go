@@ -1,0 +1,175 @@
+package advisory_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/DATA-DOG/go-sqlmock"
+	"github.com/pgadvisory/pgadvisory/advisory"
+)
+
+// exampleDB returns a mock database for the runnable examples: it expects
+// the statements each example sends, so the examples show the exact SQL.
+func exampleDB(expect func(m sqlmock.Sqlmock)) *sql.DB {
+	db, m, err := sqlmock.New(sqlmock.QueryMatcherOption(sqlmock.QueryMatcherEqual))
+	if err != nil {
+		log.Fatal(err)
+	}
+	expect(m)
+	return db
+}
+
+// A job runs at most once at a time across every process: the first
+// transaction to take the key runs it, the others skip it.
+func ExampleWithXactLock() {
+	db := exampleDB(func(m sqlmock.Sqlmock) {
+		m.ExpectBegin()
+		m.ExpectExec("SELECT 1 WHERE pg_try_advisory_xact_lock(7,-785388649)").WillReturnResult(sqlmock.NewResult(0, 1))
+		m.ExpectExec("UPDATE reports SET built_at = now()").WillReturnResult(sqlmock.NewResult(0, 1))
+		m.ExpectCommit()
+	})
+	defer db.Close()
+
+	ctx := context.Background()
+	key := advisory.NameKey(7, "abc")
+	err := advisory.WithXactLock(ctx, db, key, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "UPDATE reports SET built_at = now()")
+		return err
+	}, advisory.Try())
+	switch {
+	case errors.Is(err, advisory.ErrNotAcquired):
+		fmt.Println("another process is building the report")
+	case err != nil:
+		fmt.Println("failed:", err)
+	default:
+		fmt.Println("report built; lock released at commit")
+	}
+	// Output: report built; lock released at commit
+}
+
+// A session lock spans several transactions, such as a migration that runs
+// one step at a time; other callers wait up to five seconds.
+func ExampleWithSessionLock() {
+	db := exampleDB(func(m sqlmock.Sqlmock) {
+		m.ExpectExec("SET LOCAL lock_timeout = 5000; SELECT pg_advisory_lock(1,1)").WillReturnResult(sqlmock.NewResult(0, 0))
+		m.ExpectExec("SELECT 1 WHERE pg_advisory_unlock(1,1)").WillReturnResult(sqlmock.NewResult(0, 1))
+	})
+	defer db.Close()
+
+	migrations := advisory.PairKey(1, 1)
+	err := advisory.WithSessionLock(context.Background(), db, migrations, func(ctx context.Context, conn *sql.Conn) error {
+		fmt.Println("migrating while holding", migrations)
+		return nil
+	}, advisory.Timeout(5*time.Second))
+	fmt.Println("done:", err)
+	// Output:
+	// migrating while holding 1:1
+	// done: <nil>
+}
+
+// TryXactLock lets a worker skip a job that another worker holds, inside
+// the same transaction as the job's writes.
+func ExampleTryXactLock() {
+	db := exampleDB(func(m sqlmock.Sqlmock) {
+		m.ExpectBegin()
+		m.ExpectExec("SELECT 1 WHERE pg_try_advisory_xact_lock(2,1001)").WillReturnResult(sqlmock.NewResult(0, 0))
+		m.ExpectRollback()
+	})
+	defer db.Close()
+
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer tx.Rollback() // releases the lock, if taken
+
+	ok, err := advisory.TryXactLock(ctx, tx, advisory.PairKey(2, 1001))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("acquired:", ok)
+	// Output: acquired: false
+}
+
+// A session lock on a dedicated *sql.Conn must be unlocked; Unlock reports
+// a key that was not held.
+func ExampleLock() {
+	db := exampleDB(func(m sqlmock.Sqlmock) {
+		m.ExpectExec("SELECT pg_advisory_lock(42)").WillReturnResult(sqlmock.NewResult(0, 1))
+		m.ExpectExec("SELECT 1 WHERE pg_advisory_unlock(42)").WillReturnResult(sqlmock.NewResult(0, 1))
+	})
+	defer db.Close()
+
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer conn.Close()
+
+	key := advisory.Int64Key(42)
+	if err := advisory.Lock(ctx, conn, key); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("holding", key)
+	if err := advisory.Unlock(ctx, conn, key); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("released", key)
+	// Output:
+	// holding 42
+	// released 42
+}
+
+// LockKeys takes several keys in one round trip, in a canonical order, so
+// that two callers locking the same set in a different order cannot
+// deadlock.
+func ExampleLockKeys() {
+	db := exampleDB(func(m sqlmock.Sqlmock) {
+		m.ExpectExec("SELECT pg_advisory_lock(1),pg_advisory_lock(2)").WillReturnResult(sqlmock.NewResult(0, 1))
+		m.ExpectExec("SELECT 1 FROM (VALUES (pg_advisory_unlock(1)),(pg_advisory_unlock(2))) AS u(released) WHERE released").
+			WillReturnResult(sqlmock.NewResult(0, 2))
+	})
+	defer db.Close()
+
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer conn.Close()
+
+	a, b := advisory.Int64Key(2), advisory.Int64Key(1)
+	if err := advisory.LockKeys(ctx, conn, a, b); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("holding both")
+	if err := advisory.UnlockKeys(ctx, conn, a, b); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("released both")
+	// Output:
+	// holding both
+	// released both
+}
+
+func ExampleParseKey() {
+	for _, s := range []string{"42", "1:1234", "1:2:3"} {
+		k, err := advisory.ParseKey(s)
+		fmt.Println(k, k.IsPair(), err)
+	}
+	// Output:
+	// 42 false <nil>
+	// 1:1234 true <nil>
+	// 0 false advisory: malformed key "1:2:3": each half of a pair key must be an int32
+}
+
+func ExampleKey_Compare() {
+	fmt.Println(advisory.Int64Key(1<<32|2).Compare(advisory.PairKey(1, 2)))
+	// Output: -1
+}
