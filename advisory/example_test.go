@@ -170,6 +170,6 @@ func ExampleParseKey() {
 }
 
 func ExampleKey_Compare() {
-	fmt.Println(advisory.Int64Key(1<<32|2).Compare(advisory.PairKey(1, 2)))
+	fmt.Println(advisory.Int64Key(1<<32 | 2).Compare(advisory.PairKey(1, 2)))
 	// Output: -1
 }
