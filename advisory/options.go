@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/pgadvisory/pgadvisory/internal/hook"
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 )
 
@@ -93,4 +94,16 @@ func (o *options) lockStatement(xact bool, key Key) (op, stmt string) {
 		stmt = sqltext.LockTimeout(stmt, o.timeoutMillis(), xact)
 	}
 	return op, stmt
+}
+
+func init() {
+	hook.TxOptions = func(v any) *sql.TxOptions {
+		o := &options{}
+		for _, opt := range v.([]Option) {
+			if opt != nil {
+				opt(o)
+			}
+		}
+		return o.txOpts
+	}
 }

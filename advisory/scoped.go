@@ -40,6 +40,29 @@ func WithXactLock(ctx context.Context, db *sql.DB, key Key, fn func(ctx context.
 	if err != nil {
 		return fail(ctx, "begin", "", err)
 	}
+	return withXactLockTx(ctx, tx, key, func(ctx context.Context) error { return fn(ctx, tx) }, o)
+}
+
+// WithXactLockTx is [WithXactLock] for a transaction the caller has
+// already begun, such as one begun through another library's wrapper of
+// *sql.DB. It takes over tx: it takes the lock, runs fn, and commits if fn
+// returns nil, or rolls back otherwise; either way tx has ended when it
+// returns, and so has the lock. [TxOptions] does not apply.
+func WithXactLockTx(ctx context.Context, tx *sql.Tx, key Key, fn func(ctx context.Context) error, opts ...Option) error {
+	if tx == nil {
+		return errNilTx
+	}
+	if fn == nil {
+		return errors.Join(errNilFunc, rollback(tx))
+	}
+	o, err := newOptions(opts)
+	if err != nil {
+		return errors.Join(err, rollback(tx))
+	}
+	return withXactLockTx(ctx, tx, key, fn, o)
+}
+
+func withXactLockTx(ctx context.Context, tx *sql.Tx, key Key, fn func(ctx context.Context) error, o *options) error {
 	finished := false
 	defer func() {
 		// fn panicked or called runtime.Goexit: the panic goes on, with
@@ -59,16 +82,13 @@ func WithXactLock(ctx context.Context, db *sql.DB, key Key, fn func(ctx context.
 		return errors.Join(err, rollback(tx))
 	}
 
-	err = fn(ctx, tx)
+	err = fn(ctx)
 	finished = true
 	if err != nil {
 		return errors.Join(err, rollback(tx))
 	}
 	if err := tx.Commit(); err != nil {
-		if !errors.Is(err, sql.ErrTxDone) {
-			return fail(ctx, "commit", "", err)
-		}
-		if ctx.Err() != nil {
+		if !errors.Is(err, sql.ErrTxDone) || ctx.Err() != nil {
 			return fail(ctx, "commit", "", err)
 		}
 		// fn ended the transaction itself.
@@ -122,9 +142,31 @@ func WithSessionLock(ctx context.Context, db *sql.DB, key Key, fn func(ctx conte
 		return fail(ctx, "connect", "", err)
 	}
 	defer conn.Close()
+	return withSessionLockConn(ctx, conn, key, func(ctx context.Context) error { return fn(ctx, conn) }, o)
+}
 
+// WithSessionLockConn is [WithSessionLock] for a connection the caller
+// already holds: it takes the lock on conn, runs fn, and releases the lock
+// when fn returns. The caller still closes conn afterwards. Whenever the
+// outcome is in doubt, it closes the session as WithSessionLock does, and
+// conn then reports [sql.ErrConnDone].
+func WithSessionLockConn(ctx context.Context, conn *sql.Conn, key Key, fn func(ctx context.Context) error, opts ...Option) error {
+	switch {
+	case conn == nil:
+		return errNilConn
+	case fn == nil:
+		return errNilFunc
+	}
+	o, err := newOptions(opts)
+	if err != nil {
+		return err
+	}
+	return withSessionLockConn(ctx, conn, key, fn, o)
+}
+
+func withSessionLockConn(ctx context.Context, conn *sql.Conn, key Key, fn func(ctx context.Context) error, o *options) error {
 	op, stmt := o.lockStatement(false, key)
-	acquired, err := acquire(ctx, conn, op, key.String(), stmt)
+	acquired, err := acquire(ctx, conn, op, key.String(), stmt) // only a try reports a row count
 	if err != nil {
 		return err
 	}
@@ -138,7 +180,7 @@ func WithSessionLock(ctx context.Context, db *sql.DB, key Key, fn func(ctx conte
 			discard(conn) // fn panicked or called runtime.Goexit
 		}
 	}()
-	fnErr := fn(ctx, conn)
+	fnErr := fn(ctx)
 	finished = true
 
 	unlockOp := "unlock"

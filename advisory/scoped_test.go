@@ -268,3 +268,94 @@ func TestScopedBadInput(t *testing.T) {
 		}
 	}
 }
+
+func TestWithXactLockTx(t *testing.T) {
+	t.Parallel()
+	t.Run("Commit", func(t *testing.T) {
+		t.Parallel()
+		tx, m := mockTx(t)
+		m.ExpectExec("SELECT 1 WHERE pg_try_advisory_xact_lock(42)").WillReturnResult(rows(1))
+		m.ExpectCommit()
+		called := false
+		err := advisory.WithXactLockTx(context.Background(), tx, k42, func(context.Context) error {
+			called = true
+			return nil
+		}, advisory.Try())
+		if err != nil || !called {
+			t.Fatalf("err = %v, called = %v", err, called)
+		}
+	})
+	t.Run("BadOptionsStillEndTheTx", func(t *testing.T) {
+		t.Parallel()
+		tx, m := mockTx(t)
+		m.ExpectRollback()
+		err := advisory.WithXactLockTx(context.Background(), tx, k42, func(context.Context) error { return nil },
+			advisory.Timeout(-1))
+		if err == nil {
+			t.Fatal("want an error for a negative timeout")
+		}
+		if err := tx.Commit(); !errors.Is(err, sql.ErrTxDone) {
+			t.Fatalf("tx still open after WithXactLockTx: %v", err)
+		}
+	})
+	t.Run("NilFnStillEndsTheTx", func(t *testing.T) {
+		t.Parallel()
+		tx, m := mockTx(t)
+		m.ExpectRollback()
+		if err := advisory.WithXactLockTx(context.Background(), tx, k42, nil); err == nil {
+			t.Fatal("want an error for a nil fn")
+		}
+	})
+	t.Run("NilTx", func(t *testing.T) {
+		t.Parallel()
+		if err := advisory.WithXactLockTx(context.Background(), nil, k42, func(context.Context) error { return nil }); err == nil {
+			t.Fatal("want an error for a nil tx")
+		}
+	})
+}
+
+func TestWithSessionLockConn(t *testing.T) {
+	t.Parallel()
+	t.Run("Release", func(t *testing.T) {
+		t.Parallel()
+		conn, m := mockConn(t)
+		m.ExpectExec("SELECT pg_advisory_lock_shared(42)").WillReturnResult(rows(1))
+		m.ExpectExec("SELECT 1 WHERE pg_advisory_unlock_shared(42)").WillReturnResult(rows(1))
+		err := advisory.WithSessionLockConn(context.Background(), conn, k42, func(context.Context) error { return nil },
+			advisory.Shared())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.PingContext(context.Background()); err != nil {
+			t.Fatalf("conn unusable after a clean release: %v", err)
+		}
+	})
+	t.Run("LockLostDiscards", func(t *testing.T) {
+		t.Parallel()
+		conn, m := mockConn(t)
+		m.ExpectExec("SELECT pg_advisory_lock(42)").WillReturnResult(rows(1))
+		m.ExpectExec("SELECT 1 WHERE pg_advisory_unlock(42)").WillReturnResult(rows(0))
+		m.ExpectClose()
+		err := advisory.WithSessionLockConn(context.Background(), conn, k42, func(context.Context) error { return nil })
+		if !errors.Is(err, advisory.ErrLockLost) {
+			t.Fatalf("got %v, want ErrLockLost", err)
+		}
+		if err := conn.PingContext(context.Background()); !errors.Is(err, sql.ErrConnDone) {
+			t.Fatalf("conn not discarded: %v", err)
+		}
+	})
+	t.Run("BadInput", func(t *testing.T) {
+		t.Parallel()
+		conn, _ := mockConn(t)
+		for _, err := range []error{
+			advisory.WithSessionLockConn(context.Background(), nil, k42, func(context.Context) error { return nil }),
+			advisory.WithSessionLockConn(context.Background(), conn, k42, nil),
+			advisory.WithSessionLockConn(context.Background(), conn, k42, func(context.Context) error { return nil },
+				advisory.Try(), advisory.Timeout(time.Second)),
+		} {
+			if err == nil {
+				t.Error("want an error")
+			}
+		}
+	})
+}

@@ -1,0 +1,79 @@
+// Package mock provides go-sqlmock expectations for every statement that
+// package advisory sends, so that code which takes advisory locks can be
+// unit-tested without a database.
+//
+// # Helpers
+//
+// Each lock function of advisory has a helper named after it with an
+// Expect prefix: [ExpectXactLock] for [advisory.XactLock],
+// [ExpectTryXactLock] for [advisory.TryXactLock], [ExpectUnlock] for
+// [advisory.Unlock], and so on. Each lays down one expectation and returns
+// sqlmock's own *sqlmock.ExpectedExec, so that the usual chaining works:
+//
+//	db, m := mock.New(t)
+//	m.ExpectBegin()
+//	mock.ExpectTryXactLock(m, key, false) // another worker holds the job
+//	m.ExpectRollback()
+//
+//	mock.ExpectXactLock(m, key).WillReturnError(mock.ServerError("40P01")) // advisory.ErrDeadlock
+//	mock.ExpectLock(m, key).WillDelayFor(time.Second)                    // a wait ctx can cut short
+//
+// Boolean answers are row counts, as advisory reads them: acquired true
+// (or held true) answers one row, false answers none.
+//
+// The scoped helpers are expected with [ExpectWithXactLock] and
+// [ExpectWithSessionLock]. They take the same [advisory.Option] values as
+// the call they expect, and an [Outcome] that says how the call ends:
+// BEGIN, the lock, then COMMIT ([Commit]) or ROLLBACK ([Rollback], and
+// [NotAcquired] or [Failed] when the lock is refused or fails); or the
+// lock, then the unlock ([Release]). They return an [XactScope] or a
+// [SessionScope] that holds every expectation they laid down, for
+// chaining:
+//
+//	mock.ExpectWithXactLock(m, key, mock.NotAcquired, advisory.Try())
+//	mock.ExpectWithXactLock(m, key, mock.Failed, advisory.Timeout(time.Second)) // advisory.ErrLockTimeout
+//	mock.ExpectWithXactLock(m, key, mock.Commit).Commit.WillReturnError(err)
+//
+// sqlmock matches expectations in order, so when fn sends statements of its
+// own, pass [Granted]: the helper stops after the lock, and the test lays
+// down fn's statements and then the end:
+//
+//	mock.ExpectWithXactLock(m, key, mock.Granted, advisory.Try())
+//	m.ExpectExec("UPDATE jobs").WillReturnResult(sqlmock.NewResult(0, 1))
+//	m.ExpectCommit()
+//
+// # The statements
+//
+// The helpers expect the exact text advisory sends, built by the same
+// internal package advisory uses, with the keys rendered the same way and
+// multi-key statements sorted by [advisory.Key.Compare] without duplicates.
+// The scoped helpers go one step further and ask advisory itself: they run
+// the scoped helper once against a private mock and expect what it sent,
+// so that every option advisory has, now or later, is covered. Every
+// expectation also requires that no arguments are sent. A test in this
+// package runs each advisory function against its helper, so a change to
+// advisory's SQL cannot silently break the tests of this package's users.
+//
+// # Query matchers
+//
+// sqlmock stores one string per expectation, and its two matchers read it
+// differently: the default, sqlmock.QueryMatcherRegexp, compiles it as a
+// regular expression, while sqlmock.QueryMatcherEqual compares it as plain
+// text. No single string serves both, since advisory's statements contain
+// parentheses. The helpers therefore ask the mock's matcher: they use the
+// statement quoted with [regexp.QuoteMeta] and anchored with ^ and $ when
+// the matcher accepts that, and the plain statement otherwise. A mock made
+// by [New] knows its matcher; for a mock made by sqlmock.New with another
+// matcher than the default, mark it once with [WithQueryMatcher]:
+//
+//	db, m, err := sqlmock.New(sqlmock.QueryMatcherOption(sqlmock.QueryMatcherEqual))
+//	m = mock.WithQueryMatcher(m, sqlmock.QueryMatcherEqual)
+//
+// # What a mock proves
+//
+// A mock proves that code sends the statements it should, in the order it
+// should, and that it handles each answer: a lock not acquired, a timeout,
+// a deadlock, a failed commit. It cannot prove mutual exclusion, or
+// anything else the server does; for that, run integration tests against
+// PostgreSQL (see docs/testing.md).
+package mock

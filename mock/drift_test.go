@@ -1,0 +1,564 @@
+package mock_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/DATA-DOG/go-sqlmock"
+	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/mock"
+)
+
+// A driftCase runs one advisory function against a mock prepared with the
+// matching helper. It lays down its expectations, makes the call, and
+// checks what the call returned; the test then requires that every
+// expectation was met.
+type driftCase struct {
+	fn   string // the advisory function the case calls
+	name string
+	run  func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock)
+}
+
+// driftKeys covers both key spaces, their extremes and a hashed name.
+var driftKeys = []advisory.Key{
+	advisory.Int64Key(42),
+	advisory.Int64Key(math.MinInt64),
+	advisory.Int64Key(math.MaxInt64),
+	advisory.PairKey(1, 2),
+	advisory.PairKey(math.MinInt32, -1),
+	advisory.NameKey(7, "nightly-report"),
+}
+
+// driftKeySet is out of order, mixes the key spaces and repeats a key, as
+// callers may.
+var driftKeySet = []advisory.Key{
+	advisory.PairKey(3, 1), advisory.Int64Key(9), advisory.PairKey(-2, 5),
+	advisory.Int64Key(-1), advisory.Int64Key(9),
+}
+
+// errBoom is what fn returns in the cases where fn fails.
+var errBoom = errors.New("boom")
+
+// driftOptions are the option sets the scoped helpers are run with.
+var driftOptions = []struct {
+	name string
+	opts []advisory.Option
+	try  bool
+}{
+	{name: "Default"},
+	{name: "Try", opts: []advisory.Option{advisory.Try()}, try: true},
+	{name: "Timeout", opts: []advisory.Option{advisory.Timeout(1500 * time.Millisecond)}},
+	{name: "TimeoutRoundsUp", opts: []advisory.Option{advisory.Timeout(time.Nanosecond)}},
+	{name: "Shared", opts: []advisory.Option{advisory.Shared()}},
+	{name: "SharedTry", opts: []advisory.Option{advisory.Shared(), advisory.Try()}, try: true},
+	{name: "SharedTimeout", opts: []advisory.Option{advisory.Timeout(time.Minute), advisory.Shared()}},
+	{name: "TxOptions", opts: []advisory.Option{advisory.TxOptions(&sql.TxOptions{Isolation: sql.LevelSerializable, ReadOnly: true})}},
+}
+
+func driftCases() []driftCase {
+	var cases []driftCase
+	add := func(fn, name string, run func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock)) {
+		cases = append(cases, driftCase{fn: fn, name: name, run: run})
+	}
+
+	// Single-key session and transaction locks, for every key.
+	for _, key := range driftKeys {
+		k := strings.NewReplacer("-", "Minus", ":", "Pair").Replace(key.String())
+		for _, c := range []struct {
+			fn     string
+			expect func(sqlmock.Sqlmock, advisory.Key) *sqlmock.ExpectedExec
+			call   func(context.Context, *sql.Conn, advisory.Key) error
+		}{
+			{"Lock", mock.ExpectLock, advisory.Lock},
+			{"LockShared", mock.ExpectLockShared, advisory.LockShared},
+		} {
+			add(c.fn, k, func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+				c.expect(m, key)
+				if err := c.call(context.Background(), conn(t, db), key); err != nil {
+					t.Errorf("%s: %v", c.fn, err)
+				}
+			})
+		}
+		for _, c := range []struct {
+			fn     string
+			expect func(sqlmock.Sqlmock, advisory.Key, bool) *sqlmock.ExpectedExec
+			call   func(context.Context, *sql.Conn, advisory.Key) (bool, error)
+		}{
+			{"TryLock", mock.ExpectTryLock, advisory.TryLock},
+			{"TryLockShared", mock.ExpectTryLockShared, advisory.TryLockShared},
+		} {
+			for _, want := range []bool{true, false} {
+				add(c.fn, k+name(want, "Acquired", "Busy"), func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+					c.expect(m, key, want)
+					got, err := c.call(context.Background(), conn(t, db), key)
+					if got != want || err != nil {
+						t.Errorf("%s = %v, %v; want %v, nil", c.fn, got, err, want)
+					}
+				})
+			}
+		}
+		for _, c := range []struct {
+			fn     string
+			expect func(sqlmock.Sqlmock, advisory.Key, bool) *sqlmock.ExpectedExec
+			call   func(context.Context, *sql.Conn, advisory.Key) error
+		}{
+			{"Unlock", mock.ExpectUnlock, advisory.Unlock},
+			{"UnlockShared", mock.ExpectUnlockShared, advisory.UnlockShared},
+		} {
+			for _, held := range []bool{true, false} {
+				add(c.fn, k+name(held, "Held", "NotHeld"), func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+					c.expect(m, key, held)
+					err := c.call(context.Background(), conn(t, db), key)
+					if held && err != nil || !held && !errors.Is(err, advisory.ErrNotHeld) {
+						t.Errorf("%s held=%v: %v", c.fn, held, err)
+					}
+				})
+			}
+		}
+		for _, c := range []struct {
+			fn     string
+			expect func(sqlmock.Sqlmock, advisory.Key) *sqlmock.ExpectedExec
+			call   func(context.Context, *sql.Tx, advisory.Key) error
+		}{
+			{"XactLock", mock.ExpectXactLock, advisory.XactLock},
+			{"XactLockShared", mock.ExpectXactLockShared, advisory.XactLockShared},
+		} {
+			add(c.fn, k, func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+				tx := begin(t, db, m)
+				c.expect(m, key)
+				if err := c.call(context.Background(), tx, key); err != nil {
+					t.Errorf("%s: %v", c.fn, err)
+				}
+				rollback(t, tx, m)
+			})
+		}
+		for _, c := range []struct {
+			fn     string
+			expect func(sqlmock.Sqlmock, advisory.Key, bool) *sqlmock.ExpectedExec
+			call   func(context.Context, *sql.Tx, advisory.Key) (bool, error)
+		}{
+			{"TryXactLock", mock.ExpectTryXactLock, advisory.TryXactLock},
+			{"TryXactLockShared", mock.ExpectTryXactLockShared, advisory.TryXactLockShared},
+		} {
+			for _, want := range []bool{true, false} {
+				add(c.fn, k+name(want, "Acquired", "Busy"), func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+					tx := begin(t, db, m)
+					c.expect(m, key, want)
+					got, err := c.call(context.Background(), tx, key)
+					if got != want || err != nil {
+						t.Errorf("%s = %v, %v; want %v, nil", c.fn, got, err, want)
+					}
+					rollback(t, tx, m)
+				})
+			}
+		}
+	}
+
+	// Multi-key locks, with one key and with a messy set.
+	for _, set := range [][]advisory.Key{{advisory.PairKey(5, 6)}, driftKeySet} {
+		n := "One"
+		if len(set) > 1 {
+			n = "Several"
+		}
+		add("LockKeys", n, func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+			mock.ExpectLockKeys(m, set...)
+			if err := advisory.LockKeys(context.Background(), conn(t, db), set...); err != nil {
+				t.Errorf("LockKeys: %v", err)
+			}
+		})
+		add("UnlockKeys", n, func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+			mock.ExpectUnlockKeys(m, set...)
+			if err := advisory.UnlockKeys(context.Background(), conn(t, db), set...); err != nil {
+				t.Errorf("UnlockKeys: %v", err)
+			}
+		})
+		add("XactLockKeys", n, func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+			tx := begin(t, db, m)
+			mock.ExpectXactLockKeys(m, set...)
+			if err := advisory.XactLockKeys(context.Background(), tx, set...); err != nil {
+				t.Errorf("XactLockKeys: %v", err)
+			}
+			rollback(t, tx, m)
+		})
+	}
+	add("UnlockKeys", "SomeNotHeld", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+		mock.ExpectUnlockKeys(m, driftKeySet...).WillReturnResult(sqlmock.NewResult(0, 1))
+		if err := advisory.UnlockKeys(context.Background(), conn(t, db), driftKeySet...); !errors.Is(err, advisory.ErrNotHeld) {
+			t.Errorf("UnlockKeys = %v, want ErrNotHeld", err)
+		}
+	})
+	add("UnlockAll", "", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+		mock.ExpectUnlockAll(m)
+		if err := advisory.UnlockAll(context.Background(), conn(t, db)); err != nil {
+			t.Errorf("UnlockAll: %v", err)
+		}
+	})
+
+	// Scoped helpers, for every option set and outcome.
+	key := advisory.NameKey(7, "nightly-report")
+	for _, o := range driftOptions {
+		xact := func(outcome string, run func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error, check func(t *testing.T, err error, called bool)) {
+			add("WithXactLock", o.name+outcome, func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+				called := false
+				err := run(t, db, m, &called)
+				check(t, err, called)
+			})
+		}
+		xact("Commit", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
+			mock.ExpectWithXactLock(m, key, mock.Commit, o.opts...)
+			return advisory.WithXactLock(context.Background(), db, key, func(context.Context, *sql.Tx) error {
+				*called = true
+				return nil
+			}, o.opts...)
+		}, wantCall(nil))
+		xact("Rollback", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
+			mock.ExpectWithXactLock(m, key, mock.Rollback, o.opts...)
+			return advisory.WithXactLock(context.Background(), db, key, func(context.Context, *sql.Tx) error {
+				*called = true
+				return errBoom
+			}, o.opts...)
+		}, wantCall(errBoom))
+		xact("Panic", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
+			mock.ExpectWithXactLock(m, key, mock.Rollback, o.opts...)
+			return recovered(func() error {
+				return advisory.WithXactLock(context.Background(), db, key, func(context.Context, *sql.Tx) error {
+					*called = true
+					panic(errBoom)
+				}, o.opts...)
+			})
+		}, wantCall(errBoom))
+		if o.try {
+			xact("NotAcquired", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
+				mock.ExpectWithXactLock(m, key, mock.NotAcquired, o.opts...)
+				return advisory.WithXactLock(context.Background(), db, key, func(context.Context, *sql.Tx) error {
+					*called = true
+					return nil
+				}, o.opts...)
+			}, wantNoCall(advisory.ErrNotAcquired))
+		}
+		xact("Failed", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
+			mock.ExpectWithXactLock(m, key, mock.Failed, o.opts...)
+			return advisory.WithXactLock(context.Background(), db, key, func(context.Context, *sql.Tx) error {
+				*called = true
+				return nil
+			}, o.opts...)
+		}, wantNoCall(advisory.ErrLockTimeout))
+		xact("Deadlock", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
+			mock.ExpectWithXactLock(m, key, mock.Failed, o.opts...).Lock.WillReturnError(mock.ServerError("40P01"))
+			return advisory.WithXactLock(context.Background(), db, key, func(context.Context, *sql.Tx) error {
+				*called = true
+				return nil
+			}, o.opts...)
+		}, wantNoCall(advisory.ErrDeadlock))
+		xact("GrantedWithBody", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
+			mock.ExpectWithXactLock(m, key, mock.Granted, o.opts...)
+			m.ExpectExec("UPDATE reports SET built = true").WillReturnResult(sqlmock.NewResult(0, 1))
+			m.ExpectCommit()
+			return advisory.WithXactLock(context.Background(), db, key, func(ctx context.Context, tx *sql.Tx) error {
+				*called = true
+				_, err := tx.ExecContext(ctx, "UPDATE reports SET built = true")
+				return err
+			}, o.opts...)
+		}, wantCall(nil))
+		xact("CommitFails", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
+			mock.ExpectWithXactLock(m, key, mock.Commit, o.opts...).Commit.WillReturnError(errBoom)
+			return advisory.WithXactLock(context.Background(), db, key, func(context.Context, *sql.Tx) error {
+				*called = true
+				return nil
+			}, o.opts...)
+		}, wantCall(errBoom))
+
+		session := func(outcome string, run func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error, check func(t *testing.T, err error, called bool)) {
+			add("WithSessionLock", o.name+outcome, func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+				called := false
+				err := run(t, db, m, &called)
+				check(t, err, called)
+			})
+		}
+		session("Release", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
+			mock.ExpectWithSessionLock(m, key, mock.Release, o.opts...)
+			return advisory.WithSessionLock(context.Background(), db, key, func(context.Context, *sql.Conn) error {
+				*called = true
+				return nil
+			}, o.opts...)
+		}, wantCall(nil))
+		session("ReleaseAfterError", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
+			mock.ExpectWithSessionLock(m, key, mock.Release, o.opts...)
+			return advisory.WithSessionLock(context.Background(), db, key, func(context.Context, *sql.Conn) error {
+				*called = true
+				return errBoom
+			}, o.opts...)
+		}, wantCall(errBoom))
+		if o.try {
+			session("NotAcquired", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
+				mock.ExpectWithSessionLock(m, key, mock.NotAcquired, o.opts...)
+				return advisory.WithSessionLock(context.Background(), db, key, func(context.Context, *sql.Conn) error {
+					*called = true
+					return nil
+				}, o.opts...)
+			}, wantNoCall(advisory.ErrNotAcquired))
+		}
+		session("Failed", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
+			mock.ExpectWithSessionLock(m, key, mock.Failed, o.opts...)
+			return advisory.WithSessionLock(context.Background(), db, key, func(context.Context, *sql.Conn) error {
+				*called = true
+				return nil
+			}, o.opts...)
+		}, wantNoCall(advisory.ErrLockTimeout))
+		session("Deadlock", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
+			mock.ExpectWithSessionLock(m, key, mock.Failed, o.opts...).Lock.WillReturnError(mock.ServerError("40P01"))
+			return advisory.WithSessionLock(context.Background(), db, key, func(context.Context, *sql.Conn) error {
+				*called = true
+				return nil
+			}, o.opts...)
+		}, wantNoCall(advisory.ErrDeadlock))
+		session("Panic", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
+			mock.ExpectWithSessionLock(m, key, mock.Granted, o.opts...)
+			return recovered(func() error {
+				return advisory.WithSessionLock(context.Background(), db, key, func(context.Context, *sql.Conn) error {
+					*called = true
+					panic(errBoom)
+				}, o.opts...)
+			})
+		}, wantCall(errBoom))
+		session("GrantedWithBody", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
+			s := mock.ExpectWithSessionLock(m, key, mock.Granted, o.opts...)
+			m.ExpectExec("VACUUM reports").WillReturnResult(sqlmock.NewResult(0, 0))
+			s.ExpectRelease()
+			return advisory.WithSessionLock(context.Background(), db, key, func(ctx context.Context, conn *sql.Conn) error {
+				*called = true
+				_, err := conn.ExecContext(ctx, "VACUUM reports")
+				return err
+			}, o.opts...)
+		}, wantCall(nil))
+		session("LockLost", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
+			mock.ExpectWithSessionLock(m, key, mock.Release, o.opts...).Unlock.WillReturnResult(sqlmock.NewResult(0, 0))
+			return advisory.WithSessionLock(context.Background(), db, key, func(context.Context, *sql.Conn) error {
+				*called = true
+				return nil
+			}, o.opts...)
+		}, wantCall(advisory.ErrLockLost))
+
+		// The caller-owned forms send the same statements: the caller's
+		// BEGIN or connection, then the lock, fn and the end of the scope.
+		add("WithXactLockTx", o.name+"Commit", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+			mock.ExpectWithXactLock(m, key, mock.Commit, o.opts...)
+			tx, err := db.BeginTx(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			called := false
+			err = advisory.WithXactLockTx(context.Background(), tx, key, func(context.Context) error {
+				called = true
+				return nil
+			}, o.opts...)
+			wantCall(nil)(t, err, called)
+		})
+		add("WithSessionLockConn", o.name+"Release", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+			mock.ExpectWithSessionLock(m, key, mock.Release, o.opts...)
+			conn, err := db.Conn(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			called := false
+			err = advisory.WithSessionLockConn(context.Background(), conn, key, func(context.Context) error {
+				called = true
+				return nil
+			}, o.opts...)
+			wantCall(nil)(t, err, called)
+		})
+	}
+	return cases
+}
+
+// matchers are the ways a test can set up its mock; every drift case runs
+// under each.
+var matchers = []struct {
+	name string
+	new  func(t *testing.T) (*sql.DB, sqlmock.Sqlmock)
+}{
+	{"Regexp", func(t *testing.T) (*sql.DB, sqlmock.Sqlmock) { return mock.New(t) }},
+	{"Equal", func(t *testing.T) (*sql.DB, sqlmock.Sqlmock) {
+		return mock.New(t, mock.QueryMatcher(sqlmock.QueryMatcherEqual))
+	}},
+	{"PlainSqlmock", func(t *testing.T) (*sql.DB, sqlmock.Sqlmock) { return plain(t, false) }},
+	{"PlainSqlmockEqual", func(t *testing.T) (*sql.DB, sqlmock.Sqlmock) {
+		db, m := plain(t, true)
+		return db, mock.WithQueryMatcher(m, sqlmock.QueryMatcherEqual)
+	}},
+}
+
+// TestDrift runs every advisory function, and every scoped helper with
+// each option set, against a mock that expects only what the matching
+// helper laid down. A change to what advisory sends fails here, before it
+// fails in the tests of this package's users.
+func TestDrift(t *testing.T) {
+	t.Parallel()
+	cases := driftCases()
+	for _, mt := range matchers {
+		t.Run(mt.name, func(t *testing.T) {
+			t.Parallel()
+			for _, c := range cases {
+				t.Run(c.fn+"/"+c.name, func(t *testing.T) {
+					t.Parallel()
+					db, m := mt.new(t)
+					c.run(t, db, m)
+					if err := m.ExpectationsWereMet(); err != nil {
+						t.Errorf("expectations not met: %v", err)
+					}
+				})
+			}
+		})
+	}
+}
+
+// notLocking lists advisory's exported functions that take a *sql.Conn,
+// *sql.Tx or *sql.DB but take no lock, and so have no helper, each with the
+// reason.
+var notLocking = map[string]string{
+	"Inspect": "reads pg_locks and pg_stat_activity; it takes and releases nothing",
+}
+
+// TestDriftCoversEveryLockFunction fails when advisory exports a function
+// that takes a *sql.Conn, *sql.Tx or *sql.DB and has no drift case, or
+// when a case names a function advisory no longer has.
+func TestDriftCoversEveryLockFunction(t *testing.T) {
+	t.Parallel()
+	all := lockFunctions(t, filepath.Join("..", "advisory"))
+	want := slices.DeleteFunc(slices.Clone(all), func(fn string) bool { _, skip := notLocking[fn]; return skip })
+	if len(want) == 0 {
+		t.Fatal("found no lock functions in ../advisory")
+	}
+	for fn := range notLocking {
+		if !slices.Contains(all, fn) {
+			t.Errorf("notLocking lists advisory.%s, which is not an exported function taking *sql.Conn, *sql.Tx or *sql.DB", fn)
+		}
+	}
+	var got []string
+	for _, c := range driftCases() {
+		got = append(got, c.fn)
+	}
+	slices.Sort(got)
+	got = slices.Compact(got)
+	for _, fn := range want {
+		if !slices.Contains(got, fn) {
+			t.Errorf("advisory.%s has no drift case, and probably no helper in package mock", fn)
+		}
+	}
+	for _, fn := range got {
+		if !slices.Contains(want, fn) {
+			t.Errorf("drift cases call advisory.%s, which is not an exported function taking *sql.Conn, *sql.Tx or *sql.DB", fn)
+		}
+	}
+}
+
+// lockFunctions lists the exported functions of the package in dir that
+// take a *sql.Conn, *sql.Tx or *sql.DB.
+func lockFunctions(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Recv != nil || !fd.Name.IsExported() {
+				continue
+			}
+			for _, p := range fd.Type.Params.List {
+				if isSQLHandle(p.Type) {
+					out = append(out, fd.Name.Name)
+					break
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// isSQLHandle reports whether e is *sql.Conn, *sql.Tx or *sql.DB.
+func isSQLHandle(e ast.Expr) bool {
+	star, ok := e.(*ast.StarExpr)
+	if !ok {
+		return false
+	}
+	sel, ok := star.X.(*ast.SelectorExpr)
+	if !ok {
+		return false
+	}
+	pkg, ok := sel.X.(*ast.Ident)
+	return ok && pkg.Name == "sql" && (sel.Sel.Name == "Conn" || sel.Sel.Name == "Tx" || sel.Sel.Name == "DB")
+}
+
+// wantCall checks that fn ran and the call returned an error matching
+// want, or nil for a nil want.
+func wantCall(want error) func(t *testing.T, err error, called bool) {
+	return func(t *testing.T, err error, called bool) {
+		t.Helper()
+		if !called {
+			t.Error("fn was not called")
+		}
+		if want == nil && err != nil || want != nil && !errors.Is(err, want) {
+			t.Errorf("err = %v, want %v", err, want)
+		}
+	}
+}
+
+// wantNoCall checks that fn did not run and the call returned an error
+// matching want.
+func wantNoCall(want error) func(t *testing.T, err error, called bool) {
+	return func(t *testing.T, err error, called bool) {
+		t.Helper()
+		if called {
+			t.Error("fn was called")
+		}
+		if !errors.Is(err, want) {
+			t.Errorf("err = %v, want %v", err, want)
+		}
+	}
+}
+
+// recovered runs f and returns its error, or the error it panicked with.
+func recovered(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			e, ok := r.(error)
+			if !ok {
+				panic(r)
+			}
+			err = e
+		}
+	}()
+	return f()
+}
+
+// name picks a subtest name for a boolean.
+func name(b bool, yes, no string) string {
+	if b {
+		return yes
+	}
+	return no
+}

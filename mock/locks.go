@@ -1,0 +1,140 @@
+package mock
+
+import (
+	"slices"
+
+	"github.com/DATA-DOG/go-sqlmock"
+	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+)
+
+// Each helper below expects the one statement its advisory function sends
+// through ExecContext, without arguments, and answers it with the number of
+// rows the server would report, which is how advisory reads every boolean
+// answer. The statements are built by internal/sqltext, as advisory builds
+// them.
+
+// ExpectLock expects [advisory.Lock] on key, and grants it.
+func ExpectLock(m sqlmock.Sqlmock, key advisory.Key) *sqlmock.ExpectedExec {
+	return expect(m, sqltext.Lock(false, false, arg(key)), 1)
+}
+
+// ExpectLockShared expects [advisory.LockShared] on key, and grants it.
+func ExpectLockShared(m sqlmock.Sqlmock, key advisory.Key) *sqlmock.ExpectedExec {
+	return expect(m, sqltext.Lock(false, true, arg(key)), 1)
+}
+
+// ExpectTryLock expects [advisory.TryLock] on key, answering whether the
+// lock was acquired.
+func ExpectTryLock(m sqlmock.Sqlmock, key advisory.Key, acquired bool) *sqlmock.ExpectedExec {
+	return expect(m, sqltext.TryLock(false, false, arg(key)), count(acquired))
+}
+
+// ExpectTryLockShared expects [advisory.TryLockShared] on key, answering
+// whether the lock was acquired.
+func ExpectTryLockShared(m sqlmock.Sqlmock, key advisory.Key, acquired bool) *sqlmock.ExpectedExec {
+	return expect(m, sqltext.TryLock(false, true, arg(key)), count(acquired))
+}
+
+// ExpectLockKeys expects [advisory.LockKeys] on keys, in any order and with
+// any duplicates, as the call passes them, and grants them all. It panics
+// when keys is empty: LockKeys then fails without sending anything.
+func ExpectLockKeys(m sqlmock.Sqlmock, keys ...advisory.Key) *sqlmock.ExpectedExec {
+	return expect(m, sqltext.Lock(false, false, args("ExpectLockKeys", keys)...), 1)
+}
+
+// ExpectUnlock expects [advisory.Unlock] on key, answering whether the
+// session held it. With held false, Unlock returns an error matching
+// [advisory.ErrNotHeld] and closes the session.
+func ExpectUnlock(m sqlmock.Sqlmock, key advisory.Key, held bool) *sqlmock.ExpectedExec {
+	return expect(m, sqltext.Unlock(false, arg(key)), count(held))
+}
+
+// ExpectUnlockShared expects [advisory.UnlockShared] on key, answering
+// whether the session held it, as [ExpectUnlock] does.
+func ExpectUnlockShared(m sqlmock.Sqlmock, key advisory.Key, held bool) *sqlmock.ExpectedExec {
+	return expect(m, sqltext.Unlock(true, arg(key)), count(held))
+}
+
+// ExpectUnlockKeys expects [advisory.UnlockKeys] on keys, in any order and
+// with any duplicates, and answers that every one was held. To make some
+// missing, chain WillReturnResult(sqlmock.NewResult(0, n)) with n smaller
+// than the number of distinct keys. It panics when keys is empty.
+func ExpectUnlockKeys(m sqlmock.Sqlmock, keys ...advisory.Key) *sqlmock.ExpectedExec {
+	a := args("ExpectUnlockKeys", keys)
+	return expect(m, sqltext.Unlock(false, a...), int64(len(a)))
+}
+
+// ExpectUnlockAll expects [advisory.UnlockAll].
+func ExpectUnlockAll(m sqlmock.Sqlmock) *sqlmock.ExpectedExec {
+	return expect(m, sqltext.UnlockAll, 1)
+}
+
+// ExpectXactLock expects [advisory.XactLock] on key, and grants it.
+func ExpectXactLock(m sqlmock.Sqlmock, key advisory.Key) *sqlmock.ExpectedExec {
+	return expect(m, sqltext.Lock(true, false, arg(key)), 1)
+}
+
+// ExpectXactLockShared expects [advisory.XactLockShared] on key, and grants
+// it.
+func ExpectXactLockShared(m sqlmock.Sqlmock, key advisory.Key) *sqlmock.ExpectedExec {
+	return expect(m, sqltext.Lock(true, true, arg(key)), 1)
+}
+
+// ExpectTryXactLock expects [advisory.TryXactLock] on key, answering
+// whether the lock was acquired.
+func ExpectTryXactLock(m sqlmock.Sqlmock, key advisory.Key, acquired bool) *sqlmock.ExpectedExec {
+	return expect(m, sqltext.TryLock(true, false, arg(key)), count(acquired))
+}
+
+// ExpectTryXactLockShared expects [advisory.TryXactLockShared] on key,
+// answering whether the lock was acquired.
+func ExpectTryXactLockShared(m sqlmock.Sqlmock, key advisory.Key, acquired bool) *sqlmock.ExpectedExec {
+	return expect(m, sqltext.TryLock(true, true, arg(key)), count(acquired))
+}
+
+// ExpectXactLockKeys expects [advisory.XactLockKeys] on keys, in any order
+// and with any duplicates, and grants them all. It panics when keys is
+// empty.
+func ExpectXactLockKeys(m sqlmock.Sqlmock, keys ...advisory.Key) *sqlmock.ExpectedExec {
+	return expect(m, sqltext.Lock(true, false, args("ExpectXactLockKeys", keys)...), 1)
+}
+
+// expect lays down an Exec of stmt without arguments that affects rows
+// rows.
+func expect(m sqlmock.Sqlmock, stmt string, rows int64) *sqlmock.ExpectedExec {
+	return m.ExpectExec(pattern(m, stmt)).WithoutArgs().WillReturnResult(sqlmock.NewResult(0, rows))
+}
+
+// count is the number of rows that answers yes or no.
+func count(yes bool) int64 {
+	if yes {
+		return 1
+	}
+	return 0
+}
+
+// arg renders key as the argument list advisory sends for it.
+func arg(key advisory.Key) string {
+	if v, ok := key.Int64(); ok {
+		return sqltext.Int64Arg(v)
+	}
+	k1, k2, _ := key.Pair()
+	return sqltext.PairArg(k1, k2)
+}
+
+// args renders keys as advisory does for a multi-key statement: sorted by
+// [advisory.Key.Compare], duplicates removed.
+func args(helper string, keys []advisory.Key) []string {
+	if len(keys) == 0 {
+		panic("mock: " + helper + " needs at least one key; advisory sends nothing without one")
+	}
+	keys = slices.Clone(keys)
+	slices.SortFunc(keys, advisory.Key.Compare)
+	keys = slices.Compact(keys)
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = arg(k)
+	}
+	return out
+}

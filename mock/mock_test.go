@@ -1,0 +1,209 @@
+package mock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/DATA-DOG/go-sqlmock"
+	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/mock"
+)
+
+// TestHelpersMatchOnlyTheirStatement checks that an expectation accepts
+// nothing but its own statement under every matcher: not a statement that
+// contains it, not another key, not one with arguments.
+func TestHelpersMatchOnlyTheirStatement(t *testing.T) {
+	t.Parallel()
+	key := advisory.Int64Key(42)
+	others := []struct {
+		name string
+		stmt string
+		args []any
+	}{
+		{"Wrapped", "SET LOCAL lock_timeout = 5; SELECT pg_advisory_xact_lock(42); SET LOCAL lock_timeout TO DEFAULT", nil},
+		{"Prefixed", "SELECT pg_advisory_xact_lock(42), 1", nil},
+		{"OtherKey", "SELECT pg_advisory_xact_lock(420)", nil},
+		{"Shared", "SELECT pg_advisory_xact_lock_shared(42)", nil},
+		{"WithArgs", "SELECT pg_advisory_xact_lock(42)", []any{1}},
+	}
+	for _, mt := range matchers {
+		for _, o := range others {
+			t.Run(mt.name+"/"+o.name, func(t *testing.T) {
+				t.Parallel()
+				db, m := mt.new(t)
+				tx := begin(t, db, m)
+				mock.ExpectXactLock(m, key)
+				if _, err := tx.ExecContext(context.Background(), o.stmt, o.args...); err == nil {
+					t.Fatalf("%q with args %v matched the expectation for XactLock(%v)", o.stmt, o.args, key)
+				}
+				// Now send the right one, so the expectations are met.
+				if err := advisory.XactLock(context.Background(), tx, key); err != nil {
+					t.Fatal(err)
+				}
+				rollback(t, tx, m)
+			})
+		}
+	}
+}
+
+// TestCustomMatcher checks that the helpers find the form a matcher of the
+// caller's own accepts.
+func TestCustomMatcher(t *testing.T) {
+	t.Parallel()
+	var seen []string
+	foldEqual := sqlmock.QueryMatcherFunc(func(expected, actual string) error {
+		seen = append(seen, expected)
+		if !strings.EqualFold(expected, actual) {
+			return fmt.Errorf("%q is not %q", actual, expected)
+		}
+		return nil
+	})
+	db, m := mock.New(t, mock.QueryMatcher(foldEqual))
+	tx := begin(t, db, m)
+	mock.ExpectTryXactLock(m, advisory.PairKey(1, 2), true)
+	seen = nil
+	if ok, err := advisory.TryXactLock(context.Background(), tx, advisory.PairKey(1, 2)); !ok || err != nil {
+		t.Fatalf("TryXactLock = %v, %v", ok, err)
+	}
+	if want := "SELECT 1 WHERE pg_try_advisory_xact_lock(1,2)"; len(seen) != 1 || seen[0] != want {
+		t.Errorf("the matcher saw expected SQL %q, want [%q]", seen, want)
+	}
+	rollback(t, tx, m)
+}
+
+// TestWithQueryMatcherRemarks checks that marking a marked mock replaces
+// the mark.
+func TestWithQueryMatcherRemarks(t *testing.T) {
+	t.Parallel()
+	db, m := plain(t, false)
+	m = mock.WithQueryMatcher(mock.WithQueryMatcher(m, sqlmock.QueryMatcherEqual), sqlmock.QueryMatcherRegexp)
+	mock.ExpectLock(m, advisory.Int64Key(1))
+	if err := advisory.Lock(context.Background(), conn(t, db), advisory.Int64Key(1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.ExpectationsWereMet(); err != nil {
+		t.Error(err)
+	}
+}
+
+// recordingTB records what New reports at cleanup.
+type recordingTB struct {
+	testing.TB
+	cleanups []func()
+	errors   []string
+}
+
+func (r *recordingTB) Helper()          {}
+func (r *recordingTB) Cleanup(f func()) { r.cleanups = append(r.cleanups, f) }
+func (r *recordingTB) Errorf(format string, args ...any) {
+	r.errors = append(r.errors, fmt.Sprintf(format, args...))
+}
+
+func (r *recordingTB) cleanup() {
+	for i := len(r.cleanups) - 1; i >= 0; i-- {
+		r.cleanups[i]()
+	}
+}
+
+func TestNewChecksExpectationsAtCleanup(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		met     bool
+		wantErr bool
+	}{
+		{"Met", true, false},
+		{"Unmet", false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rec := &recordingTB{TB: t}
+			db, m := mock.New(rec)
+			mock.ExpectUnlockAll(m)
+			if tc.met {
+				if err := advisory.UnlockAll(context.Background(), conn(t, db)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rec.cleanup()
+			if got := len(rec.errors) > 0; got != tc.wantErr {
+				t.Errorf("cleanup reported %q, want an error: %v", rec.errors, tc.wantErr)
+			}
+			if err := db.PingContext(context.Background()); err == nil {
+				t.Error("db still open after cleanup")
+			}
+		})
+	}
+}
+
+// TestHelperPanics checks that a helper asked for something advisory
+// cannot do says so at once, naming the package.
+func TestHelperPanics(t *testing.T) {
+	t.Parallel()
+	key := advisory.Int64Key(1)
+	for _, tc := range []struct {
+		name string
+		call func(m sqlmock.Sqlmock)
+		want string
+	}{
+		{"BadTimeout", func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, key, mock.Commit, advisory.Timeout(0)) }, "bad option"},
+		{"TryAndTimeout", func(m sqlmock.Sqlmock) {
+			mock.ExpectWithSessionLock(m, key, mock.Release, advisory.Try(), advisory.Timeout(time.Second))
+		}, "bad option"},
+		{"XactRelease", func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, key, mock.Release) }, "ExpectWithSessionLock"},
+		{"SessionCommit", func(m sqlmock.Sqlmock) { mock.ExpectWithSessionLock(m, key, mock.Commit) }, "ExpectWithXactLock"},
+		{"XactNotAcquiredWithoutTry", func(m sqlmock.Sqlmock) {
+			mock.ExpectWithXactLock(m, key, mock.NotAcquired, advisory.Timeout(time.Second))
+		}, "advisory.Try()"},
+		{"SessionNotAcquiredWithoutTry", func(m sqlmock.Sqlmock) { mock.ExpectWithSessionLock(m, key, mock.NotAcquired) }, "advisory.Try()"},
+		{"LockKeysNone", func(m sqlmock.Sqlmock) { mock.ExpectLockKeys(m) }, "at least one key"},
+		{"UnlockKeysNone", func(m sqlmock.Sqlmock) { mock.ExpectUnlockKeys(m) }, "at least one key"},
+		{"XactLockKeysNone", func(m sqlmock.Sqlmock) { mock.ExpectXactLockKeys(m) }, "at least one key"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, m := plain(t, false)
+			defer func() {
+				r := recover()
+				msg, _ := r.(string)
+				if !strings.HasPrefix(msg, "mock: ") || !strings.Contains(msg, tc.want) {
+					t.Errorf("panic %v, want a message starting %q and containing %q", r, "mock: ", tc.want)
+				}
+				// Nothing was laid down.
+				if err := m.ExpectationsWereMet(); err != nil {
+					t.Error(err)
+				}
+			}()
+			tc.call(m)
+		})
+	}
+}
+
+func TestServerError(t *testing.T) {
+	t.Parallel()
+	err := fmt.Errorf("wrapped: %w", mock.ServerError("40P01"))
+	var s interface{ SQLState() string }
+	if !errors.As(err, &s) || s.SQLState() != "40P01" {
+		t.Errorf("errors.As found no SQLSTATE 40P01 in %v", err)
+	}
+	if !strings.Contains(err.Error(), "40P01") {
+		t.Errorf("%q does not name the SQLSTATE", err)
+	}
+}
+
+func TestOutcomeString(t *testing.T) {
+	t.Parallel()
+	for o, want := range map[mock.Outcome]string{
+		mock.Commit: "Commit", mock.Rollback: "Rollback", mock.Release: "Release",
+		mock.NotAcquired: "NotAcquired", mock.Failed: "Failed", mock.Granted: "Granted",
+		mock.Outcome(0): "Outcome(0)",
+	} {
+		if got := o.String(); got != want {
+			t.Errorf("%d.String() = %q, want %q", int(o), got, want)
+		}
+	}
+}

@@ -1,0 +1,249 @@
+package mock
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/DATA-DOG/go-sqlmock"
+	"github.com/pgadvisory/pgadvisory/advisory"
+)
+
+// An Outcome says how a scoped helper's call ends, and so which statements
+// [ExpectWithXactLock] and [ExpectWithSessionLock] lay down after the lock.
+type Outcome int
+
+const (
+	// Commit: WithXactLock got the lock and fn returned nil, so the
+	// transaction commits. For ExpectWithXactLock only.
+	Commit Outcome = iota + 1
+
+	// Rollback: WithXactLock got the lock and fn returned an error or
+	// panicked, so the transaction rolls back. For ExpectWithXactLock only.
+	Rollback
+
+	// Release: WithSessionLock got the lock, fn returned (with or without
+	// an error), and the lock is released. For ExpectWithSessionLock only.
+	Release
+
+	// NotAcquired: with [advisory.Try], the lock statement answers that
+	// the key is held elsewhere; fn is not called, and the call returns an
+	// error matching [advisory.ErrNotAcquired]. WithXactLock rolls back;
+	// WithSessionLock sends nothing more. A lock that waits is never
+	// refused, so the helpers panic when opts lack Try.
+	NotAcquired
+
+	// Failed: the lock statement fails with an error, by default
+	// [ServerError]("55P03"), a lock_timeout, which advisory reports as
+	// [advisory.ErrLockTimeout]; chain WillReturnError on the scope's Lock
+	// for another, such as ServerError("40P01") for [advisory.ErrDeadlock]
+	// or context.Canceled. fn is not called. WithXactLock rolls back;
+	// WithSessionLock closes the session, which sends nothing more.
+	Failed
+
+	// Granted: the lock is granted and the helper lays down nothing after
+	// it. Lay down fn's own statements next, then the end: m.ExpectCommit()
+	// or m.ExpectRollback() for WithXactLock, [SessionScope.ExpectRelease]
+	// for WithSessionLock. A WithSessionLock whose fn panics also ends here:
+	// the session is closed and nothing more is sent.
+	Granted
+)
+
+// String returns the outcome's name, "Commit" for example.
+func (o Outcome) String() string {
+	switch o {
+	case Commit:
+		return "Commit"
+	case Rollback:
+		return "Rollback"
+	case Release:
+		return "Release"
+	case NotAcquired:
+		return "NotAcquired"
+	case Failed:
+		return "Failed"
+	case Granted:
+		return "Granted"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// XactScope holds the expectations [ExpectWithXactLock] laid down, for
+// chaining: s.Lock.WillReturnError(...), s.Commit.WillReturnError(...).
+// Commit is set only for the Commit outcome, and Rollback only for
+// Rollback, NotAcquired and Failed.
+type XactScope struct {
+	Begin    *sqlmock.ExpectedBegin
+	Lock     *sqlmock.ExpectedExec
+	Commit   *sqlmock.ExpectedCommit
+	Rollback *sqlmock.ExpectedRollback
+}
+
+// ExpectWithXactLock expects [advisory.WithXactLock] (or
+// sqlxlock.WithXactLock) on key with opts: BEGIN, then the statement that
+// takes the lock as opts say ([advisory.Try], [advisory.Timeout],
+// [advisory.Shared]), then COMMIT or ROLLBACK as outcome says. Pass the
+// very options the code under test passes.
+//
+// sqlmock matches expectations in order, so statements that fn sends must
+// come between the lock and the end: for an fn that sends any, use outcome
+// [Granted], lay them down, then call m.ExpectCommit() or
+// m.ExpectRollback().
+//
+// The lock statement is the one advisory itself sends for opts: the helper
+// learns it by running advisory.WithXactLock against a private mock of its
+// own. It panics when advisory rejects opts, for example
+// advisory.Timeout(0), since the call then sends nothing at all; when
+// outcome is NotAcquired and opts lack advisory.Try; and when outcome is
+// [Release].
+func ExpectWithXactLock(m sqlmock.Sqlmock, key advisory.Key, outcome Outcome, opts ...advisory.Option) *XactScope {
+	const helper = "mock: ExpectWithXactLock: "
+	switch outcome {
+	case Commit, Rollback, NotAcquired, Failed, Granted:
+	default:
+		panic(fmt.Sprintf(helper+"outcome %v is for ExpectWithSessionLock", outcome))
+	}
+	call := func(ctx context.Context, db *sql.DB) error {
+		return advisory.WithXactLock(ctx, db, key, func(context.Context, *sql.Tx) error { return nil }, opts...)
+	}
+	stmts, err := dryRun(call, func(rec sqlmock.Sqlmock) {
+		rec.ExpectBegin()
+		rec.ExpectExec("").WillReturnResult(sqlmock.NewResult(0, 1))
+		rec.ExpectCommit()
+	})
+	if err == nil && len(stmts) != 1 {
+		err = fmt.Errorf("advisory sent %d statements in the transaction, the helper expects 1: %q", len(stmts), stmts)
+	}
+	if err != nil {
+		panic(helper + err.Error())
+	}
+	if outcome == NotAcquired {
+		mustTry(helper, call, func(rec sqlmock.Sqlmock) {
+			rec.ExpectBegin()
+			rec.ExpectExec("").WillReturnResult(sqlmock.NewResult(0, 0))
+			rec.ExpectRollback()
+		})
+	}
+
+	s := &XactScope{Begin: m.ExpectBegin()}
+	s.Lock = expectOutcome(m, stmts[0], outcome)
+	switch outcome {
+	case Commit:
+		s.Commit = m.ExpectCommit()
+	case Rollback, NotAcquired, Failed:
+		s.Rollback = m.ExpectRollback()
+	}
+	return s
+}
+
+// SessionScope holds the expectations [ExpectWithSessionLock] laid down,
+// for chaining. Unlock is set for the Release outcome, or by
+// [SessionScope.ExpectRelease].
+type SessionScope struct {
+	Lock   *sqlmock.ExpectedExec
+	Unlock *sqlmock.ExpectedExec
+
+	m      sqlmock.Sqlmock
+	unlock string
+}
+
+// ExpectRelease lays down the unlock that ends the scope, as the Release
+// outcome would have, and sets s.Unlock to it. Call it after fn's own
+// statements, for a scope laid down with [Granted]. The unlock reports the
+// lock held; chain WillReturnResult(sqlmock.NewResult(0, 0)) to have it
+// report the lock lost ([advisory.ErrLockLost]).
+func (s *SessionScope) ExpectRelease() *sqlmock.ExpectedExec {
+	s.Unlock = expect(s.m, s.unlock, 1)
+	return s.Unlock
+}
+
+// ExpectWithSessionLock expects [advisory.WithSessionLock] (or
+// sqlxlock.WithSessionLock) on key with opts: the statement that takes the
+// lock as opts say, then, for the [Release] outcome, the statement that
+// releases it. Pass the very options the code under test passes.
+//
+// For an fn that sends statements of its own, use outcome [Granted], lay
+// them down, then call [SessionScope.ExpectRelease]. For an fn that
+// panics, use Granted alone: the session is closed, not unlocked.
+//
+// Like [ExpectWithXactLock], it learns the statements from advisory itself,
+// and panics when advisory rejects opts, when outcome is NotAcquired and
+// opts lack advisory.Try, and when outcome is [Commit] or [Rollback].
+func ExpectWithSessionLock(m sqlmock.Sqlmock, key advisory.Key, outcome Outcome, opts ...advisory.Option) *SessionScope {
+	const helper = "mock: ExpectWithSessionLock: "
+	switch outcome {
+	case Release, NotAcquired, Failed, Granted:
+	default:
+		panic(fmt.Sprintf(helper+"outcome %v is for ExpectWithXactLock", outcome))
+	}
+	call := func(ctx context.Context, db *sql.DB) error {
+		return advisory.WithSessionLock(ctx, db, key, func(context.Context, *sql.Conn) error { return nil }, opts...)
+	}
+	stmts, err := dryRun(call, func(rec sqlmock.Sqlmock) {
+		rec.ExpectExec("").WillReturnResult(sqlmock.NewResult(0, 1))
+		rec.ExpectExec("").WillReturnResult(sqlmock.NewResult(0, 1))
+	})
+	if err == nil && len(stmts) != 2 {
+		err = fmt.Errorf("advisory sent %d statements, the helper expects 2, a lock and an unlock: %q", len(stmts), stmts)
+	}
+	if err != nil {
+		panic(helper + err.Error())
+	}
+	if outcome == NotAcquired {
+		mustTry(helper, call, func(rec sqlmock.Sqlmock) {
+			rec.ExpectExec("").WillReturnResult(sqlmock.NewResult(0, 0))
+		})
+	}
+
+	s := &SessionScope{m: m, unlock: stmts[1]}
+	s.Lock = expectOutcome(m, stmts[0], outcome)
+	if outcome == Release {
+		s.ExpectRelease()
+	}
+	return s
+}
+
+// expectOutcome lays down the lock statement stmt answered as outcome
+// says.
+func expectOutcome(m sqlmock.Sqlmock, stmt string, outcome Outcome) *sqlmock.ExpectedExec {
+	switch outcome {
+	case NotAcquired:
+		return expect(m, stmt, 0)
+	case Failed:
+		return expect(m, stmt, 0).WillReturnError(ServerError("55P03"))
+	}
+	return expect(m, stmt, 1)
+}
+
+// mustTry panics unless call, whose lock statement expect answers "not
+// acquired", reports [advisory.ErrNotAcquired]: only a try can be refused.
+func mustTry(helper string, call func(context.Context, *sql.DB) error, expect func(rec sqlmock.Sqlmock)) {
+	if _, err := dryRun(call, expect); !errors.Is(err, advisory.ErrNotAcquired) {
+		panic(helper + "outcome NotAcquired needs advisory.Try(): a lock that waits is never refused, it is granted or it fails (see Failed)")
+	}
+}
+
+// dryRun runs call against a private mock, prepared by expect, that
+// accepts any statement, and returns the statements call sent, in order.
+// It fails if call fails or leaves an expectation unmet.
+func dryRun(call func(ctx context.Context, db *sql.DB) error, expect func(rec sqlmock.Sqlmock)) ([]string, error) {
+	var stmts []string
+	record := sqlmock.QueryMatcherFunc(func(_, actual string) error {
+		stmts = append(stmts, actual)
+		return nil
+	})
+	db, rec, err := sqlmock.New(sqlmock.QueryMatcherOption(record))
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	expect(rec)
+	if err := call(context.Background(), db); err != nil {
+		return stmts, err
+	}
+	if err := rec.ExpectationsWereMet(); err != nil {
+		return stmts, err
+	}
+	return stmts, nil
+}

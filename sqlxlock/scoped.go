@@ -1,0 +1,80 @@
+package sqlxlock
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/hook"
+)
+
+// Errors for bad arguments.
+var (
+	errNilDB   = errors.New("sqlxlock: nil *sqlx.DB")
+	errNilFunc = errors.New("sqlxlock: nil fn")
+)
+
+// WithXactLock runs fn in a transaction that holds a transaction lock on
+// key, as [advisory.WithXactLock] does, and hands fn the transaction as a
+// *sqlx.Tx with db's driver name, mapper and unsafe flag. It begins the
+// transaction on db, takes the lock (waiting, unless [advisory.Try] or
+// [advisory.Timeout] says otherwise), runs fn, and commits if fn returns
+// nil. It rolls back if taking the lock fails, if fn returns an error, or if
+// fn panics, in which case the panic continues after the rollback. The lock
+// is released when the transaction ends, so it never outlives the call.
+//
+// fn may end tx itself, for example to commit early; WithXactLock then
+// leaves the transaction as fn ended it. The errors are advisory's: when the
+// lock is not granted they match [advisory.ErrNotAcquired] (with
+// [advisory.Try]), [advisory.ErrLockTimeout] (with [advisory.Timeout]),
+// [advisory.ErrDeadlock], or ctx.Err(), and fn is not called.
+func WithXactLock(ctx context.Context, db *sqlx.DB, key advisory.Key, fn func(ctx context.Context, tx *sqlx.Tx) error, opts ...advisory.Option) error {
+	switch {
+	case db == nil || db.DB == nil:
+		return errNilDB
+	case fn == nil:
+		return errNilFunc
+	}
+	tx, err := db.BeginTxx(ctx, txOptions(opts))
+	if err != nil {
+		return fmt.Errorf("sqlxlock: begin: %w", err)
+	}
+	return advisory.WithXactLockTx(ctx, tx.Tx, key, func(ctx context.Context) error { return fn(ctx, tx) }, opts...)
+}
+
+// WithSessionLock runs fn on a dedicated connection that holds a session
+// lock on key, as [advisory.WithSessionLock] does, and hands fn the
+// connection as a *sqlx.Conn with db's driver name, mapper and unsafe flag.
+// It takes a connection from db, takes the lock (waiting, unless
+// [advisory.Try] or [advisory.Timeout] says otherwise), runs fn, and
+// releases the lock when fn returns, even when ctx is cancelled by then. The
+// lock is held only while fn runs.
+//
+// The connection goes back to the pool only when nothing is in doubt. After
+// an interrupted wait, a failed release, or a panic in fn, the session is
+// closed instead, and the server drops whatever it held; a panic continues
+// after that. fn must not close conn, and transactions it begins with
+// conn.BeginTxx must end before it returns. The errors are advisory's, as
+// for [WithXactLock]; if the lock was gone when fn returned, the error
+// matches [advisory.ErrLockLost].
+func WithSessionLock(ctx context.Context, db *sqlx.DB, key advisory.Key, fn func(ctx context.Context, conn *sqlx.Conn) error, opts ...advisory.Option) error {
+	switch {
+	case db == nil || db.DB == nil:
+		return errNilDB
+	case fn == nil:
+		return errNilFunc
+	}
+	conn, err := db.Connx(ctx)
+	if err != nil {
+		return fmt.Errorf("sqlxlock: connect: %w", err)
+	}
+	defer conn.Close()
+	return advisory.WithSessionLockConn(ctx, conn.Conn, key, func(ctx context.Context) error { return fn(ctx, conn) }, opts...)
+}
+
+// txOptions returns the transaction options in opts, read through advisory's
+// hook, so that advisory.TxOptions applies to the *sqlx.Tx begun here.
+func txOptions(opts []advisory.Option) *sql.TxOptions { return hook.TxOptions(opts) }
