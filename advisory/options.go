@@ -106,4 +106,13 @@ func init() {
 		}
 		return o.txOpts
 	}
+	hook.ScopeSQL = func(v any, xact bool, k any) (hook.Scope, error) {
+		o, err := newOptions(v.([]Option))
+		if err != nil {
+			return hook.Scope{}, err
+		}
+		key := k.(Key)
+		_, lock := o.lockStatement(xact, key)
+		return hook.Scope{Lock: lock, Unlock: sqltext.Unlock(o.shared, key.sqlArg()), Try: o.try}, nil
+	}
 }

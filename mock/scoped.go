@@ -1,13 +1,11 @@
 package mock
 
 import (
-	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/hook"
 )
 
 // An Outcome says how a scoped helper's call ends, and so which statements
@@ -91,9 +89,8 @@ type XactScope struct {
 // [Granted], lay them down, then call m.ExpectCommit() or
 // m.ExpectRollback().
 //
-// The lock statement is the one advisory itself sends for opts: the helper
-// learns it by running advisory.WithXactLock against a private mock of its
-// own. It panics when advisory rejects opts, for example
+// The lock statement is the one advisory itself builds for opts. It
+// panics when advisory rejects opts, for example
 // advisory.Timeout(0), since the call then sends nothing at all; when
 // outcome is NotAcquired and opts lack advisory.Try; and when outcome is
 // [Release].
@@ -104,30 +101,9 @@ func ExpectWithXactLock(m sqlmock.Sqlmock, key advisory.Key, outcome Outcome, op
 	default:
 		panic(fmt.Sprintf(helper+"outcome %v is for ExpectWithSessionLock", outcome))
 	}
-	call := func(ctx context.Context, db *sql.DB) error {
-		return advisory.WithXactLock(ctx, db, key, func(context.Context, *sql.Tx) error { return nil }, opts...)
-	}
-	stmts, err := dryRun(call, func(rec sqlmock.Sqlmock) {
-		rec.ExpectBegin()
-		rec.ExpectExec("").WillReturnResult(sqlmock.NewResult(0, 1))
-		rec.ExpectCommit()
-	})
-	if err == nil && len(stmts) != 1 {
-		err = fmt.Errorf("advisory sent %d statements in the transaction, the helper expects 1: %q", len(stmts), stmts)
-	}
-	if err != nil {
-		panic(helper + err.Error())
-	}
-	if outcome == NotAcquired {
-		mustTry(helper, call, func(rec sqlmock.Sqlmock) {
-			rec.ExpectBegin()
-			rec.ExpectExec("").WillReturnResult(sqlmock.NewResult(0, 0))
-			rec.ExpectRollback()
-		})
-	}
-
+	sc := scopeSQL(helper, opts, true, key, outcome)
 	s := &XactScope{Begin: m.ExpectBegin()}
-	s.Lock = expectOutcome(m, stmts[0], outcome)
+	s.Lock = expectOutcome(m, sc.Lock, outcome)
 	switch outcome {
 	case Commit:
 		s.Commit = m.ExpectCommit()
@@ -167,7 +143,7 @@ func (s *SessionScope) ExpectRelease() *sqlmock.ExpectedExec {
 // them down, then call [SessionScope.ExpectRelease]. For an fn that
 // panics, use Granted alone: the session is closed, not unlocked.
 //
-// Like [ExpectWithXactLock], it learns the statements from advisory itself,
+// Like [ExpectWithXactLock], it takes the statements from advisory itself,
 // and panics when advisory rejects opts, when outcome is NotAcquired and
 // opts lack advisory.Try, and when outcome is [Commit] or [Rollback].
 func ExpectWithSessionLock(m sqlmock.Sqlmock, key advisory.Key, outcome Outcome, opts ...advisory.Option) *SessionScope {
@@ -177,27 +153,9 @@ func ExpectWithSessionLock(m sqlmock.Sqlmock, key advisory.Key, outcome Outcome,
 	default:
 		panic(fmt.Sprintf(helper+"outcome %v is for ExpectWithXactLock", outcome))
 	}
-	call := func(ctx context.Context, db *sql.DB) error {
-		return advisory.WithSessionLock(ctx, db, key, func(context.Context, *sql.Conn) error { return nil }, opts...)
-	}
-	stmts, err := dryRun(call, func(rec sqlmock.Sqlmock) {
-		rec.ExpectExec("").WillReturnResult(sqlmock.NewResult(0, 1))
-		rec.ExpectExec("").WillReturnResult(sqlmock.NewResult(0, 1))
-	})
-	if err == nil && len(stmts) != 2 {
-		err = fmt.Errorf("advisory sent %d statements, the helper expects 2, a lock and an unlock: %q", len(stmts), stmts)
-	}
-	if err != nil {
-		panic(helper + err.Error())
-	}
-	if outcome == NotAcquired {
-		mustTry(helper, call, func(rec sqlmock.Sqlmock) {
-			rec.ExpectExec("").WillReturnResult(sqlmock.NewResult(0, 0))
-		})
-	}
-
-	s := &SessionScope{m: m, unlock: stmts[1]}
-	s.Lock = expectOutcome(m, stmts[0], outcome)
+	sc := scopeSQL(helper, opts, false, key, outcome)
+	s := &SessionScope{m: m, unlock: sc.Unlock}
+	s.Lock = expectOutcome(m, sc.Lock, outcome)
 	if outcome == Release {
 		s.ExpectRelease()
 	}
@@ -216,34 +174,17 @@ func expectOutcome(m sqlmock.Sqlmock, stmt string, outcome Outcome) *sqlmock.Exp
 	return expect(m, stmt, 1)
 }
 
-// mustTry panics unless call, whose lock statement expect answers "not
-// acquired", reports [advisory.ErrNotAcquired]: only a try can be refused.
-func mustTry(helper string, call func(context.Context, *sql.DB) error, expect func(rec sqlmock.Sqlmock)) {
-	if _, err := dryRun(call, expect); !errors.Is(err, advisory.ErrNotAcquired) {
+// scopeSQL returns the statements advisory sends for key under opts, as
+// advisory itself builds them. It panics when advisory rejects opts, since
+// the call then sends nothing, and when outcome is NotAcquired without
+// advisory.Try: only a try can be refused.
+func scopeSQL(helper string, opts []advisory.Option, xact bool, key advisory.Key, outcome Outcome) hook.Scope {
+	sc, err := hook.ScopeSQL(opts, xact, key)
+	if err != nil {
+		panic(helper + err.Error())
+	}
+	if outcome == NotAcquired && !sc.Try {
 		panic(helper + "outcome NotAcquired needs advisory.Try(): a lock that waits is never refused, it is granted or it fails (see Failed)")
 	}
-}
-
-// dryRun runs call against a private mock, prepared by expect, that
-// accepts any statement, and returns the statements call sent, in order.
-// It fails if call fails or leaves an expectation unmet.
-func dryRun(call func(ctx context.Context, db *sql.DB) error, expect func(rec sqlmock.Sqlmock)) ([]string, error) {
-	var stmts []string
-	record := sqlmock.QueryMatcherFunc(func(_, actual string) error {
-		stmts = append(stmts, actual)
-		return nil
-	})
-	db, rec, err := sqlmock.New(sqlmock.QueryMatcherOption(record))
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	expect(rec)
-	if err := call(context.Background(), db); err != nil {
-		return stmts, err
-	}
-	if err := rec.ExpectationsWereMet(); err != nil {
-		return stmts, err
-	}
-	return stmts, nil
+	return sc
 }
