@@ -171,6 +171,8 @@ build_one() {
 
 	echo "== docker import $tag"
 	local bin="/usr/lib/postgresql/$major/bin"
+	local old
+	old="$(docker image inspect --format '{{.Id}}' "$tag" 2>/dev/null || true)"
 	tar --numeric-owner -C "$root" -cf - . |
 		docker import \
 			--change 'ENTRYPOINT ["/usr/local/bin/pgadvisory-entrypoint"]' \
@@ -184,6 +186,10 @@ build_one() {
 			--message "PostgreSQL $major on Debian $suite for pgadvisory tests" \
 			- "$tag"
 	rm -rf --one-file-system "$root"
+	# A rebuilt image leaves the old one untagged; drop it unless in use.
+	if [[ -n $old && $old != "$(docker image inspect --format '{{.Id}}' "$tag")" ]]; then
+		docker rmi "$old" >/dev/null 2>&1 || true
+	fi
 }
 
 start=$SECONDS

@@ -47,9 +47,9 @@
 // The helpers expect the exact text advisory sends, built by the same
 // internal package advisory uses, with the keys rendered the same way and
 // multi-key statements sorted by [advisory.Key.Compare] without duplicates.
-// The scoped helpers go one step further and ask advisory itself: they run
-// the scoped helper once against a private mock and expect what it sent,
-// so that every option advisory has, now or later, is covered. Every
+// The scoped helpers go one step further and ask advisory itself which
+// statement its options produce, so that every option advisory has, now or
+// later, is covered. Every
 // expectation also requires that no arguments are sent. A test in this
 // package runs each advisory function against its helper, so a change to
 // advisory's SQL cannot silently break the tests of this package's users.
