@@ -1,0 +1,61 @@
+// Package pgtest hands tests and examples a disposable PostgreSQL, so that
+// every integration test runs against real servers on both database/sql
+// drivers the library supports.
+//
+// It is internal: only the module's tests and examples import it, and it may
+// import drivers, testing and Docker clients that the library itself never
+// imports.
+//
+// # Where the servers come from
+//
+// The first of these that applies decides, for [Servers], [StartServer] and
+// [Launch]:
+//
+//  1. PGADVISORY_TEST_DSN names existing servers, as comma-separated
+//     postgres:// URLs. Nothing is started, and [StartServer] returns nil.
+//  2. A reachable Docker engine runs one container per image named in
+//     PGADVISORY_TEST_IMAGES (comma-separated; the default is postgres:17,
+//     the official image). CI sets it to the images that ci/build-images.sh
+//     builds from Debian packages, pgadvisory/postgres:15 and
+//     pgadvisory/postgres:17.
+//  3. Local PostgreSQL binaries, initdb and postgres, found in
+//     PGADVISORY_TEST_PGBIN if that is set, else on PATH, else in the highest
+//     /usr/lib/postgresql/*/bin, run a throwaway cluster in a temporary
+//     directory. As root, they run as user postgres.
+//  4. Otherwise there is no database, and the tests skip; under CI=true they
+//     fail instead, naming what to set.
+//
+// Servers run with fsync, synchronous_commit and full_page_writes off, and
+// with max_connections=300. Under CI=true a server that fails to start is a
+// failure, never a skip, and a Docker failure never falls back silently to
+// local binaries.
+//
+// # Use in tests
+//
+// A package's TestMain hands control to [Main], which stops every server the
+// test binary started, even when tests fail or the binary is interrupted:
+//
+//	func TestMain(m *testing.M) { pgtest.Main(m) }
+//
+// [Each] then runs a subtest per server and driver, with a fresh *sql.DB:
+//
+//	func TestLock(t *testing.T) {
+//		pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+//			conn, err := tg.DB.Conn(context.Background())
+//			...
+//		})
+//	}
+//
+// The subtests are named "pg15/pq", "pg15/pgx", "pg17/pq" and so on, after
+// the server's major version and the driver. [EachDriver] takes an explicit
+// driver list, for tests that also cover [DriverPGXCancel].
+//
+// [StartServer] starts dedicated servers with extra settings, for tests that
+// need a small lock table, for example. A [Proxy] counts the round trips a
+// call costs.
+//
+// # Use in examples
+//
+// Runnable example programs have no testing.TB; [Launch] gives them a DSN and
+// a stop function.
+package pgtest

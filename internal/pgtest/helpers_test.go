@@ -1,0 +1,46 @@
+package pgtest_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"runtime"
+	"testing"
+)
+
+// dbConn is what the flight-counting calls need of a *sql.DB.
+type dbConn interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+var _ dbConn = (*sql.DB)(nil)
+
+var _ dbConn = (*sql.Conn)(nil)
+
+// recorder is a testing.TB that records a fatal or skip message instead of
+// ending the test; everything else goes to the real test.
+type recorder struct {
+	testing.TB
+	fatal, skip string
+}
+
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.fatal = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+func (r *recorder) Skipf(format string, args ...any) {
+	r.skip = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+// run calls f with r in a goroutine of its own, which Fatalf and Skipf end.
+func (r *recorder) run(f func(tb testing.TB)) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f(r)
+	}()
+	<-done
+}

@@ -1,0 +1,162 @@
+package pgtest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	_ "github.com/lib/pq" // the "postgres" driver, used for probes and DriverPQ
+)
+
+// Server is one running PostgreSQL.
+type Server struct {
+	// Name is a short label for subtest names, such as "pg15" or "pg17",
+	// taken from the major version. A second server with the same major
+	// version is named "pg17-2", and so on.
+	Name string
+	// Version is the server's major version, such as 15 or 17.
+	Version int
+	// DSN is a URL that both drivers accept, such as
+	// postgres://postgres@127.0.0.1:32768/postgres?sslmode=disable.
+	DSN string
+}
+
+// String returns the server's name.
+func (s *Server) String() string { return s.Name }
+
+// shared holds the servers of [Servers], started once per test binary.
+var shared struct {
+	once    sync.Once
+	servers []*Server
+	notes   []string
+	err     error
+	logged  atomic.Bool
+}
+
+// mainCalled records that [Main] runs the tests, so that shared servers
+// will be stopped.
+var mainCalled atomic.Bool
+
+// Servers returns every configured server. The first call starts them; they
+// run until [Main] stops them when the test binary ends. A test binary whose
+// TestMain does not call [Main] fails here, since nothing would stop them.
+//
+// When no server can be had, Servers skips the test, or fails it under
+// CI=true. A failed start is tried once per binary: every later call reports
+// the same error.
+func Servers(tb testing.TB) []*Server {
+	tb.Helper()
+	if !mainCalled.Load() {
+		tb.Fatal("pgtest: Servers needs the package's TestMain to call pgtest.Main(m), which stops the servers")
+	}
+	shared.once.Do(func() {
+		r := start(context.Background(), nil, false)
+		shared.servers, shared.notes, shared.err = r.servers, r.notes, r.err
+	})
+	if !shared.logged.Swap(true) {
+		for _, n := range shared.notes {
+			tb.Log("pgtest: " + n)
+		}
+	}
+	if shared.err != nil {
+		report(tb, shared.err)
+	}
+	return slices.Clone(shared.servers)
+}
+
+// StartServer starts dedicated servers for one test, with extra postgres
+// arguments such as "-c", "max_locks_per_transaction=10": one per configured
+// Docker image, or one local cluster. They stop at tb's cleanup.
+//
+// When PGADVISORY_TEST_DSN names existing servers, the harness cannot start
+// any, and StartServer returns nil: the caller decides whether to skip.
+// Otherwise a failure skips the test, or fails it under CI=true.
+func StartServer(tb testing.TB, args ...string) []*Server {
+	tb.Helper()
+	if len(list(os.Getenv(envDSN))) > 0 {
+		return nil
+	}
+	r := start(context.Background(), args, false)
+	for _, n := range r.notes {
+		tb.Log("pgtest: " + n)
+	}
+	if r.err != nil {
+		report(tb, r.err)
+	}
+	tb.Cleanup(r.stop)
+	return r.servers
+}
+
+// report fails tb under CI, where a missing database is a failure, and skips
+// it elsewhere.
+func report(tb testing.TB, err error) {
+	tb.Helper()
+	if underCI() {
+		tb.Fatalf("pgtest: %v", err)
+	}
+	tb.Skipf("pgtest: %v (skipping; under CI=true this fails)", err)
+}
+
+// name sets each server's Name from its major version.
+func name(servers []*Server) {
+	seen := make(map[int]int)
+	for _, s := range servers {
+		seen[s.Version]++
+		s.Name = "pg" + strconv.Itoa(s.Version)
+		if n := seen[s.Version]; n > 1 {
+			s.Name += "-" + strconv.Itoa(n)
+		}
+	}
+}
+
+// probe connects to dsn and returns the server's major version.
+func probe(ctx context.Context, dsn string) (int, error) {
+	db, err := sql.Open("postgres", dsn)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	var num string
+	if err := db.QueryRowContext(ctx, "SHOW server_version_num").Scan(&num); err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil {
+		return 0, fmt.Errorf("server_version_num %q: %w", num, err)
+	}
+	return n / 10000, nil
+}
+
+// waitReady probes dsn until the server answers, ctx ends, maxWait passes or
+// alive reports that the server is gone. It returns the major version.
+func waitReady(ctx context.Context, dsn string, maxWait time.Duration, alive func() error) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, maxWait)
+	defer cancel()
+	var last error
+	for {
+		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+		v, err := probe(pctx, dsn)
+		pcancel()
+		if err == nil {
+			return v, nil
+		}
+		last = err
+		if alive != nil {
+			if err := alive(); err != nil {
+				return 0, err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("server did not answer within %v: %w", maxWait, last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
