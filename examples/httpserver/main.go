@@ -1,0 +1,91 @@
+// Command httpserver shows the net/http middleware coordinating two
+// requests for the same order.
+//
+// It serves POST /orders/{id}, which records a payment for the order,
+// behind middleware.XactLock with the key PairKey(1, id): each request runs
+// in a transaction that holds the order's lock, and the transaction commits
+// before the response is written. The program then plays a client against
+// itself: the first request for order 42 pauses inside its handler, holding
+// the lock, while a second request for order 42 is refused with 409
+// Conflict and a request for order 43 is served. Then the first completes
+// with 200, order 42 is free again, and a malformed id gets 400. It prints
+// each response, checks the payments in the database, and exits: with
+// status 1 if anything differed from what the middleware promises.
+//
+//	go run ./examples/httpserver [-driver pq|pgx]
+//
+// It uses the database in DATABASE_URL when that is set, creating and then
+// dropping a schema of its own. Otherwise it starts a disposable
+// PostgreSQL: in Docker if it can, else from local initdb and postgres
+// binaries.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
+	_ "github.com/lib/pq"              // the "postgres" driver
+
+	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+)
+
+func main() { os.Exit(mainCode()) }
+
+// mainCode runs the program and returns its exit status, so that deferred
+// clean-up runs before the process exits.
+func mainCode() int {
+	driver := flag.String("driver", "pq", "database/sql driver: pq (github.com/lib/pq) or pgx (github.com/jackc/pgx/v5/stdlib)")
+	flag.Parse()
+	sqlDriver, ok := map[string]string{"pq": "postgres", "pgx": "pgx"}[*driver]
+	if !ok || flag.NArg() > 0 {
+		flag.Usage()
+		return 2
+	}
+
+	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+
+	where := "DATABASE_URL"
+	dsn := os.Getenv("DATABASE_URL")
+	if dsn == "" {
+		fmt.Println("starting a disposable PostgreSQL (DATABASE_URL is not set)...")
+		var stop func()
+		var err error
+		dsn, stop, err = pgtest.Launch(ctx)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "httpserver: no PostgreSQL: %v\nSet DATABASE_URL to a postgres:// URL to use an existing server.\n", err)
+			return 1
+		}
+		defer stop()
+		where = "disposable server"
+	}
+
+	db, err := sql.Open(sqlDriver, dsn)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "httpserver: %v\n", err)
+		return 1
+	}
+	defer db.Close()
+
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var version string
+	if err := db.QueryRowContext(ctx, "SHOW server_version").Scan(&version); err != nil {
+		fmt.Fprintf(os.Stderr, "httpserver: connect: %v\n", err)
+		return 1
+	}
+	fmt.Printf("driver %s, PostgreSQL %s (%s)\n", *driver, version, where)
+
+	if err := run(ctx, db, os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "httpserver: %v\n", err)
+		return 1
+	}
+	return 0
+}

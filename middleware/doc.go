@@ -1,0 +1,94 @@
+// Package middleware provides net/http middleware that coordinates
+// concurrent requests for the same resource with a PostgreSQL
+// transaction-level advisory lock, derived from the request's route
+// parameters.
+//
+// # Use
+//
+// Wrap the routes that change a resource, after the router has matched
+// them, so that their path parameters are set:
+//
+//	lock := middleware.XactLock(db, middleware.PathKey(ordersNS, "id"))
+//	mux := http.NewServeMux()
+//	mux.Handle("POST /orders/{id}/pay", lock(http.HandlerFunc(pay)))
+//
+// Each request then runs in its own transaction holding the lock on
+// advisory.PairKey(ordersNS, id). The handler finds the transaction with
+// [TxFromContext] and does its work in it:
+//
+//	func pay(w http.ResponseWriter, r *http.Request) {
+//		tx, _ := middleware.TxFromContext(r.Context())
+//		if _, err := tx.ExecContext(r.Context(), "UPDATE orders SET paid = true WHERE id = $1", r.PathValue("id")); err != nil {
+//			http.Error(w, "could not pay", http.StatusInternalServerError) // rolls back
+//			return
+//		}
+//		w.WriteHeader(http.StatusNoContent) // commits, then sends 204
+//	}
+//
+// A second request for the same order, while the first holds the lock, is
+// answered 409 Conflict with Retry-After, without calling the handler;
+// [Wait] makes it wait instead.
+//
+// Key functions read the route with r.PathValue, which Go's ServeMux and
+// chi v5 (as of the v5.5.0 this module requires) fill in: [PathKey] for an int32 id, [PathInt64Key]
+// for an int64 id, and [PathNameKey] for names, hashed as
+// advisory.NameKey. Any func(*http.Request) (advisory.Key, error) is a
+// [KeyFunc]; for gorilla/mux, whose variables are in mux.Vars, one line
+// does, with [IDKey] checking the id as PathKey would:
+//
+//	key := func(r *http.Request) (advisory.Key, error) { return middleware.IDKey(ordersNS, mux.Vars(r)["id"]) }
+//
+// A key function must not read the request body: the lock comes from the
+// route alone.
+//
+// # Commit before the response
+//
+// The transaction ends before the first byte of the response is written.
+// On the handler's first WriteHeader, Write or Flush, a status below 400
+// commits and a status of 400 or more rolls back ([CommitPolicy] replaces
+// the rule). If the commit fails, the client gets 500 Internal Server Error
+// instead of the handler's response, and the handler's later writes are
+// dropped. So a client that sees a success knows that the work is durable,
+// and the next request for the resource, which may arrive the moment the
+// response does, finds the lock free and the work visible.
+//
+// It follows that a handler must do all its database work before it writes
+// anything: after the first write, the transaction is over.
+//
+// # What a handler may do with the transaction
+//
+// A handler may run any statement in the transaction, and pass it to
+// functions it calls, as long as it returns. It must not commit or roll it
+// back itself, must not keep it, or hand it to a goroutine, beyond its own
+// return, and should not start long work while holding the lock: every
+// other request for the resource is refused, or waits, until the response
+// begins.
+//
+// # Failures
+//
+// The middleware answers its own failures with short plain-text bodies
+// that never contain SQL or a driver's message:
+//
+//	KeyFunc error           ErrBadKey                400 Bad Request, no transaction begun
+//	lock busy               advisory.ErrNotAcquired  409 Conflict, Retry-After: 1
+//	Wait ran out            advisory.ErrLockTimeout  409 Conflict, Retry-After: 1
+//	database unavailable    ErrUnavailable           503 Service Unavailable
+//	commit failed           ErrCommit                500 Internal Server Error
+//	anything else                                    500 Internal Server Error
+//
+// A wait that runs out is answered as a busy lock, because that is what it
+// is: the client should retry later, as it would after a refused try.
+// [ErrorResponse] and [RetryAfter] change the answers; [ErrorHandler]
+// replaces them, and is also the place to log the error.
+//
+// # Panics
+//
+// A handler that panics before writing has its transaction rolled back,
+// and the panic continues to the server, which drops the connection. A
+// panic after the first write cannot undo a commit that already happened.
+//
+// # Dependencies
+//
+// The package imports the standard library and
+// github.com/pgadvisory/pgadvisory/advisory only.
+package middleware

@@ -1,0 +1,9 @@
+package grpclock_test
+
+import (
+	"testing"
+
+	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -1,0 +1,94 @@
+package middleware_test
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/middleware"
+)
+
+// The fuzz targets run their seed corpus with every go test; run one with,
+// for example, go test -run '^$' -fuzz FuzzPathKey ./middleware.
+
+func FuzzPathKey(f *testing.F) {
+	for _, s := range []string{"42", "-1", "0", "+7", "0042", "2147483647", "2147483648", "-2147483649",
+		"", " 1", "1 ", "0x10", "1e3", "١٢", "\xff", "9223372036854775808", strings.Repeat("1", 4096)} {
+		f.Add(int32(7), s)
+	}
+	f.Fuzz(func(t *testing.T, ns int32, v string) {
+		key, err := middleware.PathKey(ns, "id")(withPath("id", v))
+		id, perr := strconv.ParseInt(v, 10, 32)
+		switch {
+		case perr != nil:
+			if !errors.Is(err, middleware.ErrBadKey) {
+				t.Fatalf("PathKey(%q) = %v, %v; want ErrBadKey", v, key, err)
+			}
+			if len(err.Error()) > 300 {
+				t.Fatalf("error of %d bytes", len(err.Error()))
+			}
+		case err != nil || key != advisory.PairKey(ns, int32(id)):
+			t.Fatalf("PathKey(%q) = %v, %v; want %v", v, key, err, advisory.PairKey(ns, int32(id)))
+		}
+	})
+}
+
+func FuzzPathInt64Key(f *testing.F) {
+	for _, s := range []string{"42", "-9223372036854775808", "9223372036854775807", "9223372036854775808",
+		"", "-", "+", "00", "1_000", "\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		key, err := middleware.PathInt64Key("id")(withPath("id", v))
+		id, perr := strconv.ParseInt(v, 10, 64)
+		switch {
+		case perr != nil:
+			if !errors.Is(err, middleware.ErrBadKey) {
+				t.Fatalf("PathInt64Key(%q) = %v, %v; want ErrBadKey", v, key, err)
+			}
+		case err != nil || key != advisory.Int64Key(id):
+			t.Fatalf("PathInt64Key(%q) = %v, %v; want %v", v, key, err, advisory.Int64Key(id))
+		}
+	})
+}
+
+func FuzzPathNameKey(f *testing.F) {
+	seeds := [][2]string{{"a/b", "c"}, {"a", "b/c"}, {"", "x"}, {"1:", "a"}, {"\xff", "\x00"}, {"acme", "42"},
+		{strings.Repeat("x", 10000), "y"}}
+	for _, s := range seeds {
+		f.Add(int32(9), s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, ns int32, a, b string) {
+		key, err := middleware.PathNameKey(ns, "a", "b")(withPath("a", a, "b", b))
+		if a == "" || b == "" {
+			if !errors.Is(err, middleware.ErrBadKey) {
+				t.Fatalf("PathNameKey(%q, %q) = %v, %v; want ErrBadKey", a, b, key, err)
+			}
+			return
+		}
+		if err != nil || key != advisory.NameKey(ns, middleware.JoinName(a, b)) {
+			t.Fatalf("PathNameKey(%q, %q) = %v, %v", a, b, key, err)
+		}
+		one, err := middleware.PathNameKey(ns, "a")(withPath("a", a))
+		if err != nil || one != advisory.NameKey(ns, a) {
+			t.Fatalf("PathNameKey(%q) = %v, %v; want NameKey(ns, value)", a, one, err)
+		}
+	})
+}
+
+// FuzzJoinName checks that JoinName is injective on pairs: two pairs join
+// alike only if they are equal.
+func FuzzJoinName(f *testing.F) {
+	f.Add("a/b", "c", "a", "b/c")
+	f.Add("1:a", "b", "1", "a1:b")
+	f.Add("", "", "", "")
+	f.Add("12:", "x", "1", "2:x")
+	f.Fuzz(func(t *testing.T, a, b, c, d string) {
+		if (middleware.JoinName(a, b) == middleware.JoinName(c, d)) != (a == c && b == d) {
+			t.Fatalf("JoinName(%q, %q) = %q, JoinName(%q, %q) = %q", a, b, middleware.JoinName(a, b),
+				c, d, middleware.JoinName(c, d))
+		}
+	})
+}

@@ -1,0 +1,76 @@
+package middleware
+
+import (
+	"context"
+	"database/sql"
+	"net/http"
+
+	"github.com/pgadvisory/pgadvisory/advisory"
+)
+
+// XactLock returns middleware that runs each request in a transaction
+// holding a transaction-level advisory lock on the key that key finds in
+// the request. Per request it:
+//
+//  1. computes the key; an error is answered with 400 Bad Request before
+//     any transaction begins;
+//  2. begins a transaction on db and takes the lock, without waiting
+//     unless [Wait] says so; a busy lock is answered with 409 Conflict and
+//     a Retry-After header, and the handler is not called;
+//  3. calls the handler with the transaction in the request's context,
+//     where [TxFromContext] finds it;
+//  4. ends the transaction before the first byte of the response leaves:
+//     on the handler's first WriteHeader, Write or Flush it commits if the
+//     status is below 400 and rolls back otherwise ([CommitPolicy] changes
+//     the rule). If that commit fails, the client gets 500 Internal Server
+//     Error instead of the handler's response. A handler that writes
+//     nothing is committed when it returns.
+//
+// The lock is released when the transaction ends, so it is held while the
+// handler works and never after its response has begun. A handler that
+// panics has its transaction rolled back, and the panic continues,
+// http.ErrAbortHandler included.
+//
+// The ResponseWriter the handler gets keeps Flush, Hijack and what
+// http.ResponseController offers (deadlines, full duplex) through its
+// Unwrap method.
+//
+// XactLock is built on advisory.WithXactLock. It panics if db or key is nil.
+func XactLock(db *sql.DB, key KeyFunc, opts ...Option) func(http.Handler) http.Handler {
+	switch {
+	case db == nil:
+		panic("middleware: XactLock: nil *sql.DB")
+	case key == nil:
+		panic("middleware: XactLock: nil KeyFunc")
+	}
+	o := newOptions(opts)
+	lockOpts := o.lockOptions()
+	return func(next http.Handler) http.Handler {
+		if next == nil {
+			panic("middleware: XactLock: nil http.Handler")
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			k, err := key(r)
+			if err != nil {
+				o.onError(w, r, keyError(err))
+				return
+			}
+			called := false
+			err = advisory.WithXactLock(r.Context(), db, k, func(ctx context.Context, tx *sql.Tx) error {
+				called = true
+				rw := newResponseWriter(w, r, tx, o)
+				next.ServeHTTP(rw, r.WithContext(NewContext(ctx, tx)))
+				if rw.state == pending {
+					rw.end(http.StatusOK)
+				}
+				return nil
+			}, lockOpts...)
+			if called {
+				// The response went out with the transaction's outcome;
+				// WithXactLock only found the transaction ended.
+				return
+			}
+			o.onError(w, r, classify(err))
+		})
+	}
+}
