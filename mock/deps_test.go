@@ -37,26 +37,5 @@ func TestLightCore(t *testing.T) {
 	}
 }
 
-// TestImporters checks that only sqlxlock imports sqlx and only mock
-// imports go-sqlmock, outside test files.
-func TestImporters(t *testing.T) {
-	t.Parallel()
-	allowed := map[string]string{sqlxPath: module + "/sqlxlock", sqlmockPath: module + "/mock"}
-	for _, line := range goList(t, "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", module+"/...") {
-		fields := strings.Fields(line)
-		if len(fields) == 0 {
-			continue
-		}
-		pkg := fields[0]
-		for _, imp := range fields[1:] {
-			for dep, only := range allowed {
-				if isUnder(imp, dep) && pkg != only {
-					t.Errorf("%s imports %s; only %s may", pkg, imp, only)
-				}
-			}
-		}
-	}
-}
-
 // isUnder reports whether import path p is pkg or one of its subpackages.
 func isUnder(p, pkg string) bool { return p == pkg || strings.HasPrefix(p, pkg+"/") }
