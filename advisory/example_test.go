@@ -131,8 +131,8 @@ func ExampleLock() {
 // deadlock.
 func ExampleLockKeys() {
 	db := exampleDB(func(m sqlmock.Sqlmock) {
-		m.ExpectExec("SELECT pg_advisory_lock(1),pg_advisory_lock(2)").WillReturnResult(sqlmock.NewResult(0, 1))
-		m.ExpectExec("SELECT 1 FROM (VALUES (pg_advisory_unlock(1)),(pg_advisory_unlock(2))) AS u(released) WHERE released").
+		m.ExpectExec("SELECT pg_advisory_lock(k) FROM (VALUES (1),(2)) AS k(k)").WillReturnResult(sqlmock.NewResult(0, 1))
+		m.ExpectExec("SELECT 1 FROM (VALUES (1),(2)) AS k(k) WHERE pg_advisory_unlock(k)").
 			WillReturnResult(sqlmock.NewResult(0, 2))
 	})
 	defer db.Close()

@@ -38,23 +38,22 @@ func fn(prefix string, xact, shared bool) string {
 	return b.String()
 }
 
-// Lock returns the statement that waits for every key in args, in the order
-// given: "SELECT pg_advisory_lock(1),pg_advisory_lock(2)". The caller sorts
-// the keys; the server evaluates the select list left to right.
+// Lock returns the statement that waits for every key in args, in the
+// order given. One key gives "SELECT pg_advisory_lock(42)". Several give
+// one row per key, taken as the rows are produced:
+//
+//	SELECT pg_advisory_lock(k) FROM (VALUES (1),(2)) AS k(k)
+//	UNION ALL SELECT pg_advisory_lock(a,b) FROM (VALUES (3,4)) AS p(a,b)
+//
+// A VALUES list has no length limit, unlike a select list (1664 entries).
+// The caller sorts the keys, bigints before pairs, and the server takes
+// them in that order.
 func Lock(xact, shared bool, args ...string) string {
 	name := fn("pg_advisory", xact, shared)
-	var b strings.Builder
-	b.WriteString("SELECT ")
-	for i, a := range args {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(name)
-		b.WriteByte('(')
-		b.WriteString(a)
-		b.WriteByte(')')
+	if len(args) == 1 {
+		return "SELECT " + name + "(" + args[0] + ")"
 	}
-	return b.String()
+	return perKey("SELECT "+name+"(k) FROM ", "SELECT "+name+"(a,b) FROM ", "", args)
 }
 
 // TryLock returns the statement that tries one key without waiting. It
@@ -66,8 +65,11 @@ func TryLock(xact, shared bool, arg string) string {
 
 // Unlock returns the statement that releases one session lock on every key
 // in args. It affects one row for each key that was held. One key gives
-// "SELECT 1 WHERE pg_advisory_unlock(42)"; several give
-// "SELECT 1 FROM (VALUES (pg_advisory_unlock(2)),(pg_advisory_unlock(1))) AS u(released) WHERE released".
+// "SELECT 1 WHERE pg_advisory_unlock(42)"; several give, as [Lock] does,
+// one row per key:
+//
+//	SELECT 1 FROM (VALUES (1),(2)) AS k(k) WHERE pg_advisory_unlock(k)
+//	UNION ALL SELECT 1 FROM (VALUES (3,4)) AS p(a,b) WHERE pg_advisory_unlock(a,b)
 func Unlock(shared bool, args ...string) string {
 	name := "pg_advisory_unlock"
 	if shared {
@@ -76,15 +78,53 @@ func Unlock(shared bool, args ...string) string {
 	if len(args) == 1 {
 		return "SELECT 1 WHERE " + name + "(" + args[0] + ")"
 	}
+	return perKey("SELECT 1 FROM ", "SELECT 1 FROM ", name, args)
+}
+
+// perKey builds a statement with one row per key: the bigint keys in args
+// as a VALUES list named k(k), the pair keys as one named p(a,b), each
+// after its select prefix and, when filter names a function, filtered by
+// it. Keys keep their order within each list.
+func perKey(bigintSelect, pairSelect, filter string, args []string) string {
+	var bigints, pairs []string
+	for _, a := range args {
+		if strings.Contains(a, ",") {
+			pairs = append(pairs, a)
+		} else {
+			bigints = append(bigints, a)
+		}
+	}
+	var parts []string
+	if len(bigints) > 0 {
+		q := bigintSelect + values(bigints) + " AS k(k)"
+		if filter != "" {
+			q += " WHERE " + filter + "(k)"
+		}
+		parts = append(parts, q)
+	}
+	if len(pairs) > 0 {
+		q := pairSelect + values(pairs) + " AS p(a,b)"
+		if filter != "" {
+			q += " WHERE " + filter + "(a,b)"
+		}
+		parts = append(parts, q)
+	}
+	return strings.Join(parts, " UNION ALL ")
+}
+
+// values renders "(VALUES (1),(2))".
+func values(args []string) string {
 	var b strings.Builder
-	b.WriteString("SELECT 1 FROM (VALUES ")
+	b.WriteString("(VALUES ")
 	for i, a := range args {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString("(" + name + "(" + a + "))")
+		b.WriteByte('(')
+		b.WriteString(a)
+		b.WriteByte(')')
 	}
-	b.WriteString(") AS u(released) WHERE released")
+	b.WriteByte(')')
 	return b.String()
 }
 

@@ -1,0 +1,331 @@
+package advisory
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// LockInfo describes one advisory lock held or awaited by one session, as
+// [Inspect] reads it from pg_locks and pg_stat_activity. Without the
+// pg_monitor role (or pg_read_all_stats), the server hides the activity of
+// other roles' sessions: their State, ClientAddr, XactStart, StateChange
+// and Query are then empty, and Key, Shared, Granted, PID, User,
+// ApplicationName and BlockedBy are still reported.
+type LockInfo struct {
+	Key       Key    // the lock's key, decoded with [KeyFromLock]
+	Namespace string // the name of Key's namespace, with [WithRegistry]; "" if none
+	Shared    bool   // a shared lock; false for an exclusive one
+	Granted   bool   // held; false while the session waits for it
+
+	PID             int    // the backend's process ID; 0 for a prepared transaction
+	Database        string // the database the lock belongs to
+	ApplicationName string
+	User            string
+	ClientAddr      string // the client's IP address; "" over a Unix socket
+	State           string // "active", "idle in transaction", "idle", ...
+	Query           string // the session's current or last statement
+
+	XactStart   time.Time     // when the session's transaction began; zero outside one
+	StateChange time.Time     // when State last changed
+	WaitStart   time.Time     // when the wait began; zero when granted, and before PostgreSQL 14
+	Waited      time.Duration // how long it has waited, from WaitStart to the query's time
+	BlockedBy   []int         // while waiting, the PIDs it waits for, ascending (pg_blocking_pids)
+}
+
+// Mode returns "shared" or "exclusive".
+func (l LockInfo) Mode() string {
+	if l.Shared {
+		return "shared"
+	}
+	return "exclusive"
+}
+
+// String describes the lock on one line, such as
+// `pid 4242 (billing-api) holds exclusive 7:1 [billing]` or
+// `pid 4243 waits 1.5s for shared 42, blocked by 4242`.
+func (l LockInfo) String() string {
+	var b strings.Builder
+	b.WriteString(pidLabel(l.PID, l.ApplicationName))
+	if l.Granted {
+		b.WriteString(" holds ")
+	} else {
+		b.WriteString(" ")
+		b.WriteString(l.waits())
+		b.WriteString(" for ")
+	}
+	b.WriteString(l.what())
+	if len(l.BlockedBy) > 0 {
+		b.WriteString(", blocked by ")
+		b.WriteString(pidList(l.BlockedBy))
+	}
+	return b.String()
+}
+
+// what renders the mode and the key: `exclusive 7:1 [billing]`.
+func (l LockInfo) what() string {
+	s := l.Mode() + " " + l.Key.String()
+	if l.Namespace != "" {
+		s += " [" + l.Namespace + "]"
+	}
+	return s
+}
+
+// waits renders "waits" or "waits 1.5s".
+func (l LockInfo) waits() string {
+	if l.Waited <= 0 {
+		return "waits"
+	}
+	return "waits " + roundDuration(l.Waited).String()
+}
+
+// roundDuration keeps a duration readable in a log line.
+func roundDuration(d time.Duration) time.Duration {
+	switch {
+	case d >= time.Second:
+		return d.Round(100 * time.Millisecond)
+	case d >= time.Millisecond:
+		return d.Round(time.Millisecond)
+	}
+	return d
+}
+
+// pidLabel names a session: `pid 4242 (billing-api)`, or
+// "prepared transaction" for pid 0.
+func pidLabel(pid int, app string) string {
+	if pid == 0 {
+		return "prepared transaction"
+	}
+	s := "pid " + strconv.Itoa(pid)
+	if app != "" {
+		s += " (" + app + ")"
+	}
+	return s
+}
+
+// pidList renders PIDs as "4242, 4250".
+func pidList(pids []int) string {
+	parts := make([]string, len(pids))
+	for i, p := range pids {
+		parts[i] = strconv.Itoa(p)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// An InspectOption changes what [Inspect] reports.
+type InspectOption func(*inspectOptions)
+
+type inspectOptions struct {
+	registry *Registry
+	allDBs   bool
+}
+
+// WithRegistry makes [Inspect] fill in [LockInfo].Namespace from r.
+func WithRegistry(r *Registry) InspectOption {
+	return func(o *inspectOptions) { o.registry = r }
+}
+
+// AllDatabases makes [Inspect] report the advisory locks of every database
+// on the server, not only the current one. Advisory locks of two databases
+// never conflict, even on the same key.
+func AllDatabases() InspectOption {
+	return func(o *inspectOptions) { o.allDBs = true }
+}
+
+// inspectSQL reads every advisory lock with its session's activity. It
+// reads waitstart through to_jsonb, which yields NULL on servers older than
+// PostgreSQL 14, where pg_locks has no such column. %s is one of the
+// filters below.
+const inspectSQL = `SELECT l.classid::int8, l.objid::int8, l.objsubid::int4, l.mode, l.granted, ` +
+	`l.pid, d.datname::text, a.application_name, a.usename::text, host(a.client_addr), a.state, ` +
+	`NULLIF(a.query, '<insufficient privilege>'), a.xact_start, a.state_change, w.waitstart, ` +
+	`extract(epoch FROM clock_timestamp() - w.waitstart)::float8, ` +
+	`CASE WHEN NOT l.granted THEN pg_blocking_pids(l.pid)::text END ` +
+	`FROM pg_locks l ` +
+	`CROSS JOIN LATERAL (SELECT (to_jsonb(l) ->> 'waitstart')::timestamptz AS waitstart) w ` +
+	`LEFT JOIN pg_database d ON d.oid = l.database ` +
+	`LEFT JOIN pg_stat_activity a ON a.pid = l.pid ` +
+	`WHERE l.locktype = 'advisory'%s`
+
+// The filters of inspectSQL.
+const (
+	inspectThisDB = ` AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`
+	inspectAllDBs = ``
+)
+
+// Inspect returns the advisory locks held or awaited in the current
+// database (every database with [AllDatabases]), one per session, key and
+// mode, sorted by key, then holders before waiters, then PID. It runs one
+// query, joining pg_locks with pg_stat_activity, and needs no privilege:
+// without pg_monitor some fields of other roles' sessions are empty, as
+// [LockInfo] says, and that is not an error.
+//
+// The answer is a snapshot: locks come and go as it is read. Pass the
+// result to [WaitGraph] to see who blocks whom.
+func Inspect(ctx context.Context, db *sql.DB, opts ...InspectOption) ([]LockInfo, error) {
+	if db == nil {
+		return nil, errNilDB
+	}
+	var o inspectOptions
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	filter := inspectThisDB
+	if o.allDBs {
+		filter = inspectAllDBs
+	}
+	rows, err := db.QueryContext(ctx, fmt.Sprintf(inspectSQL, filter))
+	if err != nil {
+		return nil, fail(ctx, "inspect", "", err)
+	}
+	defer rows.Close()
+	var locks []LockInfo
+	for rows.Next() {
+		l, err := scanLock(rows)
+		if err != nil {
+			return nil, fmt.Errorf("advisory: inspect: %w", err)
+		}
+		if o.registry != nil {
+			if ns, ok := o.registry.Lookup(l.Key); ok {
+				l.Namespace = ns.Name
+			}
+		}
+		locks = append(locks, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fail(ctx, "inspect", "", err)
+	}
+	slices.SortStableFunc(locks, compareLocks)
+	return locks, nil
+}
+
+// compareLocks orders locks by key, holders first, then by PID, mode and
+// database.
+func compareLocks(a, b LockInfo) int {
+	if c := a.Key.Compare(b.Key); c != 0 {
+		return c
+	}
+	if a.Granted != b.Granted {
+		if a.Granted {
+			return -1
+		}
+		return 1
+	}
+	if a.PID != b.PID {
+		return a.PID - b.PID
+	}
+	if a.Shared != b.Shared {
+		if a.Shared {
+			return 1
+		}
+		return -1
+	}
+	return strings.Compare(a.Database, b.Database)
+}
+
+// scanLock reads one row of inspectSQL.
+func scanLock(rows *sql.Rows) (LockInfo, error) {
+	var (
+		l                                     LockInfo
+		classid, objid, objsubid              int64
+		mode                                  string
+		pid                                   sql.NullInt64
+		dbName, app, user, addr, state, query sql.NullString
+		xactStart, stateChange, waitStart     sql.NullTime
+		waited                                sql.NullFloat64
+		blocking                              sql.NullString
+	)
+	err := rows.Scan(&classid, &objid, &objsubid, &mode, &l.Granted,
+		&pid, &dbName, &app, &user, &addr, &state,
+		&query, &xactStart, &stateChange, &waitStart,
+		&waited, &blocking)
+	if err != nil {
+		return LockInfo{}, err
+	}
+	if classid < 0 || classid > math.MaxUint32 || objid < 0 || objid > math.MaxUint32 ||
+		objsubid < math.MinInt16 || objsubid > math.MaxInt16 {
+		return LockInfo{}, fmt.Errorf("%w: classid %d, objid %d, objsubid %d out of range", ErrBadKey, classid, objid, objsubid)
+	}
+	if l.Key, err = KeyFromLock(uint32(classid), uint32(objid), int16(objsubid)); err != nil {
+		return LockInfo{}, err
+	}
+	switch mode {
+	case "ShareLock":
+		l.Shared = true
+	case "ExclusiveLock":
+	default:
+		return LockInfo{}, fmt.Errorf("advisory: unexpected advisory lock mode %q", mode)
+	}
+	l.PID = int(pid.Int64)
+	l.Database = dbName.String
+	l.ApplicationName = app.String
+	l.User = user.String
+	l.ClientAddr = addr.String
+	l.State = state.String
+	l.Query = query.String
+	l.XactStart = xactStart.Time
+	l.StateChange = stateChange.Time
+	if !l.Granted {
+		l.WaitStart = waitStart.Time
+		if waited.Valid && waited.Float64 > 0 {
+			l.Waited = time.Duration(waited.Float64 * float64(time.Second))
+		}
+		if l.BlockedBy, err = parseIntArray(blocking.String); err != nil {
+			return LockInfo{}, err
+		}
+	}
+	return l, nil
+}
+
+// parseIntArray reads the text form of an int[], such as "{4242,4250}",
+// into ascending ints. "" (NULL) and "{}" give nil.
+func parseIntArray(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	inner, ok := strings.CutPrefix(s, "{")
+	if inner, ok = strings.CutSuffix(inner, "}"); !ok {
+		return nil, fmt.Errorf("advisory: malformed int array %q", s)
+	}
+	if inner == "" {
+		return nil, nil
+	}
+	parts := strings.Split(inner, ",")
+	out := make([]int, 0, len(parts))
+	for _, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return nil, fmt.Errorf("advisory: malformed int array %q", s)
+		}
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// KeyFromLock rebuilds a key from the classid, objid and objsubid columns
+// of an advisory lock's row in pg_locks (classid and objid are oids, that
+// is, uint32). objsubid 1 marks a bigint key k, shown as classid = k>>32
+// and objid = k&0xffffffff; objsubid 2 marks a pair (a, b), shown as
+// classid = a and objid = b, both as unsigned. Any other objsubid gives an
+// error matching [ErrBadKey].
+//
+// A key taken with a bigint never equals one taken with a pair, even when
+// classid and objid match: objsubid tells them apart, and the server keeps
+// them apart.
+func KeyFromLock(classid, objid uint32, objsubid int16) (Key, error) {
+	switch objsubid {
+	case 1:
+		return Int64Key(int64(uint64(classid)<<32 | uint64(objid))), nil
+	case 2:
+		return PairKey(int32(classid), int32(objid)), nil
+	}
+	return Key{}, fmt.Errorf("%w: pg_locks objsubid %d is neither 1 (bigint) nor 2 (int, int)", ErrBadKey, objsubid)
+}

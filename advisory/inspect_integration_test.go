@@ -1,0 +1,511 @@
+package advisory_test
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+)
+
+// Integration tests of Inspect and WaitGraph, and the proof that the two
+// key spaces are distinct.
+//
+// Advisory locks belong to a database: the same key in two databases is
+// two locks. So each test here runs in a database of its own, created for
+// it: Inspect, which reports the current database, sees that test's locks
+// and no other's, and fixed keys such as 100:hashtext('sync_inventory')
+// cannot collide with other tests sharing the server.
+
+// inspPollTimeout bounds the wait for the server to show a state.
+const inspPollTimeout = 15 * time.Second
+
+// inspName returns a fresh lower-case identifier starting with prefix.
+func inspName(prefix string) string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}
+
+// inspDSN returns dsn changed by edit.
+func inspDSN(t *testing.T, dsn string, edit func(u *url.URL)) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatalf("parse DSN: %v", err)
+	}
+	edit(u)
+	return u.String()
+}
+
+// inspSetParam returns an edit for inspDSN that sets a connection
+// parameter, such as application_name.
+func inspSetParam(name, value string) func(u *url.URL) {
+	return func(u *url.URL) {
+		q := u.Query()
+		q.Set(name, value)
+		u.RawQuery = q.Encode()
+	}
+}
+
+// inspOpen opens dsn with tg's driver, closed at t's cleanup.
+func inspOpen(t *testing.T, tg pgtest.Target, dsn string) *sql.DB {
+	t.Helper()
+	srv := *tg.Server
+	srv.DSN = dsn
+	return srv.Open(t, tg.Driver)
+}
+
+// inspDatabase creates a database for t on tg's server, dropped at t's
+// cleanup, and returns tg moved onto it, its sessions named app.
+func inspDatabase(t *testing.T, tg pgtest.Target, app string) pgtest.Target {
+	t.Helper()
+	name := inspName("pgadvisory_t_")
+	ctx := context.Background()
+	if _, err := tg.DB.ExecContext(ctx, "CREATE DATABASE "+name+" TEMPLATE template0"); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	t.Cleanup(func() {
+		if _, err := tg.DB.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+	})
+	srv := *tg.Server
+	srv.DSN = inspDSN(t, tg.Server.DSN, func(u *url.URL) {
+		u.Path = "/" + name
+		inspSetParam("application_name", app)(u)
+	})
+	return pgtest.Target{Server: &srv, Driver: tg.Driver, DB: srv.Open(t, tg.Driver)}
+}
+
+// inspConn takes a dedicated connection, closed at t's cleanup.
+func inspConn(t *testing.T, db *sql.DB) *sql.Conn {
+	t.Helper()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// inspPID returns the backend pid of conn's session.
+func inspPID(t *testing.T, conn *sql.Conn) int {
+	t.Helper()
+	var pid int
+	if err := conn.QueryRowContext(context.Background(), "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// inspExec runs a statement on q and fails t on error.
+func inspExec(t *testing.T, q interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, stmt string) {
+	t.Helper()
+	if _, err := q.ExecContext(context.Background(), stmt); err != nil {
+		t.Fatalf("%s: %v", stmt, err)
+	}
+}
+
+// inspUntil polls Inspect until done accepts its answer, and returns that
+// answer. It fails t if Inspect fails or inspPollTimeout passes.
+func inspUntil(t *testing.T, db *sql.DB, done func([]advisory.LockInfo) bool, opts ...advisory.InspectOption) []advisory.LockInfo {
+	t.Helper()
+	deadline := time.Now().Add(inspPollTimeout)
+	for {
+		locks, err := advisory.Inspect(context.Background(), db, opts...)
+		if err != nil {
+			t.Fatalf("Inspect: %v", err)
+		}
+		if done(locks) {
+			return locks
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Inspect still shows, after %v:\n%v", inspPollTimeout, locks)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// inspWaiters counts the locks not granted.
+func inspWaiters(locks []advisory.LockInfo) int {
+	n := 0
+	for _, l := range locks {
+		if !l.Granted {
+			n++
+		}
+	}
+	return n
+}
+
+// inspSummary is what TestInspectIntegration compares exactly.
+type inspSummary struct {
+	Key       advisory.Key
+	Shared    bool
+	Granted   bool
+	PID       int
+	BlockedBy []int
+}
+
+func inspSummarize(locks []advisory.LockInfo) []inspSummary {
+	out := make([]inspSummary, len(locks))
+	for i, l := range locks {
+		out[i] = inspSummary{l.Key, l.Shared, l.Granted, l.PID, l.BlockedBy}
+	}
+	return out
+}
+
+// inspLock takes a session lock in a goroutine that waits for it, and
+// returns a channel that reports the result. At t's cleanup a wait still
+// going is cancelled, and the goroutine has ended before the test does.
+func inspLock(t *testing.T, conn *sql.Conn, key advisory.Key) <-chan error {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		done <- advisory.Lock(ctx, conn, key)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-finished
+	})
+	return done
+}
+
+// TestInspectIntegration holds bigint and pair keys, shared and
+// exclusive, in session and transaction locks, with two waiters, and
+// checks that Inspect reports exactly those, with their blockers.
+func TestInspectIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		app := inspName("inspect-")
+		tg = inspDatabase(t, tg, app)
+
+		negBig := advisory.Int64Key(-(1 << 40) - 5) // classid and objid both above 2^31
+		pairNeg := advisory.PairKey(-7, 3)
+		pairBoth := advisory.PairKey(math.MinInt32, -1)
+		xactKey := advisory.Int64Key(5)
+
+		a, b, c, d := inspConn(t, tg.DB), inspConn(t, tg.DB), inspConn(t, tg.DB), inspConn(t, tg.DB)
+		pa, pb, pc, pd := inspPID(t, a), inspPID(t, b), inspPID(t, c), inspPID(t, d)
+
+		// a: exclusive on a negative bigint, shared on a pair, exclusive
+		// on a pair of negative halves.
+		for _, step := range []error{
+			advisory.Lock(ctx, a, negBig),
+			advisory.LockShared(ctx, a, pairNeg),
+			advisory.Lock(ctx, a, pairBoth),
+			// b: shared on the same pair.
+			advisory.LockShared(ctx, b, pairNeg),
+		} {
+			if step != nil {
+				t.Fatal(step)
+			}
+		}
+		// e: a transaction lock, held while the transaction is open.
+		tx, err := tg.DB.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		var pe int
+		if err := tx.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pe); err != nil {
+			t.Fatal(err)
+		}
+		if err := advisory.XactLockShared(ctx, tx, xactKey); err != nil {
+			t.Fatal(err)
+		}
+
+		// c waits for a's bigint; d waits for an exclusive lock on the
+		// pair that a and b share.
+		cDone := inspLock(t, c, negBig)
+		dDone := inspLock(t, d, pairNeg)
+		// waitstart can lag a moment behind the start of a wait.
+		locks := inspUntil(t, tg.DB, func(ls []advisory.LockInfo) bool {
+			n := 0
+			for _, l := range ls {
+				if !l.Granted && !l.WaitStart.IsZero() {
+					n++
+				}
+			}
+			return n == 2
+		})
+
+		want := []inspSummary{
+			{Key: xactKey, Shared: true, Granted: true, PID: pe},
+			{Key: negBig, Granted: true, PID: pa},
+			{Key: negBig, PID: pc, BlockedBy: []int{pa}},
+			{Key: pairBoth, Granted: true, PID: pa},
+			{Key: pairNeg, Shared: true, Granted: true, PID: min(pa, pb)},
+			{Key: pairNeg, Shared: true, Granted: true, PID: max(pa, pb)},
+			{Key: pairNeg, PID: pd, BlockedBy: slices.Sorted(slices.Values([]int{pa, pb}))},
+		}
+		// Inspect sorts bigint keys before pair keys, each by value.
+		slices.SortStableFunc(want, func(x, y inspSummary) int { return x.Key.Compare(y.Key) })
+		if got := inspSummarize(locks); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("Inspect =\n%v\nwant\n%v", got, want)
+		}
+
+		for _, l := range locks {
+			var addr string
+			if err := tg.DB.QueryRowContext(ctx, "SELECT coalesce(host(client_addr), '') FROM pg_stat_activity WHERE pid = $1",
+				l.PID).Scan(&addr); err != nil {
+				t.Fatal(err)
+			}
+			if l.ApplicationName != app || l.User == "" || l.Database == "" || l.ClientAddr != addr || l.State == "" || l.Query == "" {
+				t.Errorf("lock %v: session fields %q %q %q %q %q %q; want app %q, client %q, all set",
+					l, l.ApplicationName, l.User, l.Database, l.ClientAddr, l.State, l.Query, app, addr)
+			}
+			switch {
+			case l.PID == pe:
+				if l.State != "idle in transaction" || l.XactStart.IsZero() {
+					t.Errorf("transaction holder: state %q, xact_start %v", l.State, l.XactStart)
+				}
+			case !l.Granted:
+				if l.State != "active" || !strings.Contains(l.Query, "pg_advisory_lock") || l.XactStart.IsZero() ||
+					l.WaitStart.IsZero() || l.Waited < 0 || l.StateChange.IsZero() {
+					t.Errorf("waiter %v: state %q, query %q, xact_start %v, waitstart %v, waited %v",
+						l, l.State, l.Query, l.XactStart, l.WaitStart, l.Waited)
+				}
+			default:
+				if l.State != "idle" || !l.XactStart.IsZero() || !l.WaitStart.IsZero() || l.Waited != 0 {
+					t.Errorf("idle holder %v: state %q, xact_start %v, waitstart %v", l, l.State, l.XactStart, l.WaitStart)
+				}
+			}
+		}
+
+		// The wait-for graph names both waiters under their blockers.
+		graph := advisory.WaitGraph(locks)
+		for _, line := range []string{
+			fmt.Sprintf("pid %d (%s): holds exclusive %s, exclusive %s, shared %s\n", pa, app, negBig, pairBoth, pairNeg),
+			fmt.Sprintf("blocks pid %d (%s): waits", pc, app),
+			fmt.Sprintf("for exclusive %s\n", negBig),
+			fmt.Sprintf("pid %d (%s): holds shared %s\n", pb, app, pairNeg),
+			fmt.Sprintf("blocks pid %d (%s): waits", pd, app),
+			fmt.Sprintf("for exclusive %s\n", pairNeg),
+		} {
+			if !strings.Contains(graph, line) {
+				t.Errorf("WaitGraph lacks %q:\n%s", line, graph)
+			}
+		}
+
+		// Releasing a and b lets c and d in.
+		if err := advisory.UnlockAll(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		if err := advisory.UnlockAll(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		for _, done := range []<-chan error{cDone, dDone} {
+			if err := <-done; err != nil {
+				t.Errorf("waiter: %v", err)
+			}
+		}
+		locks = inspUntil(t, tg.DB, func(l []advisory.LockInfo) bool { return len(l) == 3 })
+		if inspWaiters(locks) != 0 || advisory.WaitGraph(locks) != "" {
+			t.Errorf("after release, Inspect = %v; want three granted locks", locks)
+		}
+		for _, conn := range []*sql.Conn{c, d} {
+			if err := advisory.UnlockAll(ctx, conn); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestInspectHandWrittenSQLIntegration takes a lock with hand-written SQL,
+// as psql would, and checks that Inspect decodes it as the NameKey of the
+// same name, and that NameKey conflicts with it: the client-side hashtext
+// agrees with the server's.
+func TestInspectHandWrittenSQLIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		tg = inspDatabase(t, tg, "inspect-psql")
+		var reg advisory.Registry
+		inventory := reg.MustRegister(advisory.Namespace{ID: 100, Name: "inventory", Owner: "team-warehouse"})
+		key := advisory.NameKey(100, "sync_inventory")
+
+		psql, app := inspConn(t, tg.DB), inspConn(t, tg.DB)
+		pid := inspPID(t, psql)
+		inspExec(t, psql, "SELECT pg_advisory_lock(100, hashtext('sync_inventory'))")
+
+		locks, err := advisory.Inspect(ctx, tg.DB, advisory.WithRegistry(&reg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(locks) != 1 || locks[0].Key != key || locks[0].Key != inventory.NameKey("sync_inventory") ||
+			locks[0].PID != pid || !locks[0].Granted || locks[0].Shared || locks[0].Namespace != "inventory" {
+			t.Fatalf("Inspect = %v; want pid %d holding exclusive %s [inventory]", locks, pid, key)
+		}
+
+		if ok, err := advisory.TryLock(ctx, app, key); err != nil || ok {
+			t.Errorf("TryLock(NameKey) while SQL holds the lock = %v, %v; want false", ok, err)
+		}
+		err = advisory.WithXactLock(ctx, tg.DB, key, func(context.Context, *sql.Tx) error { return nil }, advisory.Try())
+		if !errors.Is(err, advisory.ErrNotAcquired) {
+			t.Errorf("WithXactLock(NameKey, Try) while SQL holds the lock = %v; want ErrNotAcquired", err)
+		}
+
+		// And the other way round.
+		inspExec(t, psql, "SELECT pg_advisory_unlock(100, hashtext('sync_inventory'))")
+		if ok, err := advisory.TryLock(ctx, app, key); err != nil || !ok {
+			t.Fatalf("TryLock(NameKey) on the free key = %v, %v; want true", ok, err)
+		}
+		var got bool
+		if err := psql.QueryRowContext(ctx, "SELECT pg_try_advisory_lock(100, hashtext('sync_inventory'))").Scan(&got); err != nil || got {
+			t.Errorf("SQL try while NameKey is held = %v, %v; want false", got, err)
+		}
+		if err := advisory.Unlock(ctx, app, key); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// TestKeySpacesAreDistinctIntegration proves that pg_advisory_lock(bigint)
+// and pg_advisory_lock(int, int) are two lock spaces, not two spellings of
+// one: PairKey(1, 2) and Int64Key(1<<32 | 2) = 4294967298, which pg_locks
+// shows with the same classid and objid, are held at once by two
+// sessions, and each excludes a third session. docs/keys.md cites this
+// test.
+func TestKeySpacesAreDistinctIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		tg = inspDatabase(t, tg, "inspect-keyspaces")
+		tests := []struct {
+			name string
+			a, b int32
+		}{
+			{"OneTwo", 1, 2},
+			{"NegativeHalves", -1, -2},
+			{"Extremes", math.MinInt32, math.MaxInt32},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				pair := advisory.PairKey(tt.a, tt.b)
+				big := advisory.Int64Key(int64(tt.a)<<32 | int64(uint32(tt.b)))
+				if tt.name == "OneTwo" && big != advisory.Int64Key(4294967298) {
+					t.Fatalf("Int64Key(1<<32|2) = %s", big)
+				}
+				connA, connB, connC := inspConn(t, tg.DB), inspConn(t, tg.DB), inspConn(t, tg.DB)
+				pidA, pidB := inspPID(t, connA), inspPID(t, connB)
+
+				if err := advisory.Lock(ctx, connA, pair); err != nil {
+					t.Fatal(err)
+				}
+				if ok, err := advisory.TryLock(ctx, connB, big); err != nil || !ok {
+					t.Fatalf("TryLock(%s) while another session holds %s = %v, %v; want true", big, pair, ok, err)
+				}
+				locks, err := advisory.Inspect(ctx, tg.DB)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := []inspSummary{{Key: big, Granted: true, PID: pidB}, {Key: pair, Granted: true, PID: pidA}}
+				if got := inspSummarize(locks); fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("Inspect = %v; want %v", got, want)
+				}
+				// Each is a real lock: the third session gets neither.
+				for _, k := range []advisory.Key{pair, big} {
+					if ok, err := advisory.TryLock(ctx, connC, k); err != nil || ok {
+						t.Errorf("TryLock(%s) on a held key = %v, %v; want false", k, ok, err)
+					}
+				}
+				if err := advisory.Unlock(ctx, connA, pair); err != nil {
+					t.Error(err)
+				}
+				if err := advisory.Unlock(ctx, connB, big); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	})
+}
+
+// TestInspectWithoutMonitorIntegration runs Inspect as a role without
+// pg_monitor: it sees every lock, its own session in full, other roles'
+// sessions without their activity, and reports no error.
+func TestInspectWithoutMonitorIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		tg = inspDatabase(t, tg, "inspect-admin")
+		role := inspName("pgadvisory_nomon_")
+		inspExec(t, tg.DB, "CREATE ROLE "+role+" LOGIN")
+		t.Cleanup(func() {
+			// After the role's sessions are gone: cleanups run in
+			// reverse, and the role's *sql.DB closes first.
+			if _, err := tg.DB.ExecContext(ctx, "DROP ROLE IF EXISTS "+role); err != nil {
+				t.Errorf("drop role: %v", err)
+			}
+		})
+		var hasMonitor bool
+		if err := tg.DB.QueryRowContext(ctx, "SELECT pg_has_role($1, 'pg_monitor', 'USAGE')", role).Scan(&hasMonitor); err != nil || hasMonitor {
+			t.Fatalf("role %s has pg_monitor: %v, %v", role, hasMonitor, err)
+		}
+
+		// tg's DSN names the test's database already; only the user changes.
+		limited := inspOpen(t, tg, inspDSN(t, tg.Server.DSN, func(u *url.URL) {
+			u.User = url.User(role)
+			inspSetParam("application_name", "inspect-limited")(u)
+		}))
+
+		admin, waiter, own := inspConn(t, tg.DB), inspConn(t, tg.DB), inspConn(t, limited)
+		adminPID, waiterPID, ownPID := inspPID(t, admin), inspPID(t, waiter), inspPID(t, own)
+		adminKey, ownKey := advisory.PairKey(1, 1), advisory.PairKey(1, 2)
+		if err := advisory.Lock(ctx, admin, adminKey); err != nil {
+			t.Fatal(err)
+		}
+		if err := advisory.Lock(ctx, own, ownKey); err != nil {
+			t.Fatal(err)
+		}
+		waited := inspLock(t, waiter, ownKey)
+
+		locks := inspUntil(t, limited, func(l []advisory.LockInfo) bool { return inspWaiters(l) == 1 })
+		want := []inspSummary{
+			{Key: adminKey, Granted: true, PID: adminPID},
+			{Key: ownKey, Granted: true, PID: ownPID},
+			{Key: ownKey, PID: waiterPID, BlockedBy: []int{ownPID}},
+		}
+		if got := inspSummarize(locks); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("Inspect = %v; want %v", got, want)
+		}
+		mine := locks[1]
+		if mine.User != role || mine.ApplicationName != "inspect-limited" || mine.State != "idle" || mine.Query == "" || mine.Database == "" {
+			t.Errorf("own session: %+v; want every field", mine)
+		}
+		for _, other := range []advisory.LockInfo{locks[0], locks[2]} {
+			if other.User == "" || other.User == role || other.ApplicationName != "inspect-admin" ||
+				other.Query != "" || other.State != "" || other.ClientAddr != "" ||
+				!other.XactStart.IsZero() || !other.StateChange.IsZero() {
+				t.Errorf("another role's session: %+v; want its user and application_name, and no activity", other)
+			}
+		}
+
+		if err := advisory.UnlockAll(ctx, own); err != nil {
+			t.Error(err)
+		}
+		if err := <-waited; err != nil {
+			t.Error(err)
+		}
+		for _, conn := range []*sql.Conn{admin, waiter} {
+			if err := advisory.UnlockAll(ctx, conn); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+}

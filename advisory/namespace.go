@@ -1,0 +1,138 @@
+package advisory
+
+import (
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// A Namespace is the first half of a family of pair keys: one part of a
+// system (a service, a module, a job runner) owns an ID and takes all its
+// locks as PairKey(ID, n), so that two parts cannot collide by choosing the
+// same "unused" number. Register namespaces in a [Registry], which refuses
+// a second owner of an ID or a name, and record them in the database with
+// [Registry.Sync], which does the same across services.
+//
+// Only pair keys belong to a namespace; an [Int64Key] never does.
+type Namespace struct {
+	ID    int32  // the first half of every key in the namespace
+	Name  string // a unique, stable name, such as "billing"
+	Owner string // who to ask about it: a team, a service, a module path
+	Doc   string // what its keys lock
+}
+
+// Key returns PairKey(ns.ID, id): the lock numbered id in the namespace.
+func (ns Namespace) Key(id int32) Key { return PairKey(ns.ID, id) }
+
+// NameKey returns NameKey(ns.ID, name): the lock named name in the
+// namespace, the same lock that hand-written SQL takes with
+// pg_advisory_lock(ns.ID, hashtext(name)).
+func (ns Namespace) NameKey(name string) Key { return NameKey(ns.ID, name) }
+
+// describe renders the namespace for an error message:
+// `7 "billing" (owner team-a)`.
+func (ns Namespace) describe() string {
+	s := strconv.FormatInt(int64(ns.ID), 10) + " " + strconv.Quote(ns.Name)
+	if ns.Owner != "" {
+		s += " (owner " + ns.Owner + ")"
+	}
+	return s
+}
+
+// The IDs from ReservedMinID to ReservedMaxID belong to this library, as
+// does the name "pgadvisory"; [Registry.Register] refuses them. Today the
+// library uses one of them, ReservedMinID, named "pgadvisory": its key
+// PairKey(ReservedMinID, 1) serialises [Registry.Sync]. The rest are kept
+// for the library's future use.
+const (
+	ReservedMinID int32 = math.MinInt32
+	ReservedMaxID int32 = math.MinInt32 + 255
+)
+
+// libraryNamespace is the namespace of the library's own keys.
+var libraryNamespace = Namespace{
+	ID:    ReservedMinID,
+	Name:  "pgadvisory",
+	Owner: "github.com/pgadvisory/pgadvisory",
+	Doc:   "keys the pgadvisory library takes for itself; 1 serialises Registry.Sync",
+}
+
+// syncKey is the lock that serialises Registry.Sync across processes.
+var syncKey = libraryNamespace.Key(1)
+
+// isReserved reports whether ns claims an ID or a name of the library.
+func isReserved(ns Namespace) bool {
+	return ns.ID <= ReservedMaxID || ns.Name == libraryNamespace.Name
+}
+
+// Errors about namespaces. Match them with [errors.Is].
+var (
+	// ErrNamespaceConflict means a namespace's ID or name already belongs
+	// to another namespace. The error is a [*ConflictError], which names
+	// both.
+	ErrNamespaceConflict = errors.New("advisory: namespace conflict")
+
+	// ErrReservedNamespace means a namespace claims an ID from
+	// [ReservedMinID] to [ReservedMaxID], or the name "pgadvisory", which
+	// belong to this library.
+	ErrReservedNamespace = errors.New("advisory: namespace reserved for the pgadvisory library")
+
+	// ErrNoNamespace means a key belongs to no known namespace: either it
+	// is an [Int64Key], which never belongs to one, or no namespace has
+	// its first half as ID.
+	ErrNoNamespace = errors.New("advisory: no namespace")
+
+	// errNoName is returned for a namespace without a name.
+	errNoName = errors.New("advisory: namespace has no name")
+)
+
+// A ConflictError reports a namespace that cannot be registered because
+// another one already has its ID, its name, or both. It matches
+// [ErrNamespaceConflict].
+type ConflictError struct {
+	// Namespace is the one being registered.
+	Namespace Namespace
+	// Existing is the one that holds the ID or the name.
+	Existing Namespace
+	// RegisteredBy is who recorded Existing in the dictionary table,
+	// when [Registry.Sync] found the conflict there, and "" otherwise.
+	RegisteredBy string
+}
+
+func (e *ConflictError) Error() string {
+	var b strings.Builder
+	b.WriteString("advisory: namespace conflict: ")
+	if e.Existing.ID == e.Namespace.ID {
+		b.WriteString("ID ")
+		b.WriteString(strconv.FormatInt(int64(e.Namespace.ID), 10))
+		b.WriteString(" is already ")
+	} else {
+		b.WriteString("name ")
+		b.WriteString(strconv.Quote(e.Namespace.Name))
+		b.WriteString(" is already ")
+	}
+	b.WriteString(e.Existing.describe())
+	if e.RegisteredBy != "" {
+		b.WriteString(", registered by ")
+		b.WriteString(strconv.Quote(e.RegisteredBy))
+	}
+	b.WriteString("; cannot register ")
+	b.WriteString(e.Namespace.describe())
+	return b.String()
+}
+
+// Unwrap returns [ErrNamespaceConflict].
+func (e *ConflictError) Unwrap() error { return ErrNamespaceConflict }
+
+// conflict returns the conflict between ns and existing, a namespace
+// read from the dictionary table, or nil. They conflict when they share
+// the ID or the name but not both; sharing both makes them the same
+// namespace.
+func conflict(ns, existing Namespace, registeredBy string) *ConflictError {
+	sameID, sameName := ns.ID == existing.ID, ns.Name == existing.Name
+	if sameID == sameName {
+		return nil
+	}
+	return &ConflictError{Namespace: ns, Existing: existing, RegisteredBy: registeredBy}
+}

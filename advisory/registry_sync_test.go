@@ -1,0 +1,248 @@
+package advisory_test
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/DATA-DOG/go-sqlmock"
+	"github.com/pgadvisory/pgadvisory/advisory"
+)
+
+// The statements Sync sends for the default table.
+const (
+	syncLock   = "SELECT pg_advisory_xact_lock(-2147483648,1)"
+	syncCreate = `CREATE TABLE IF NOT EXISTS "pgadvisory_namespaces" (id integer PRIMARY KEY, ` +
+		`name text NOT NULL UNIQUE CHECK (name <> ''), owner text NOT NULL DEFAULT '', ` +
+		`doc text NOT NULL DEFAULT '', registered_by text NOT NULL DEFAULT '', ` +
+		`updated_at timestamptz NOT NULL DEFAULT now())`
+	syncProbe  = `SELECT to_regclass($1) IS NOT NULL, current_setting('application_name')`
+	syncSelect = `SELECT id, name, owner, doc, registered_by FROM "pgadvisory_namespaces"`
+	syncInsert = `INSERT INTO "pgadvisory_namespaces" (id, name, owner, doc, registered_by) VALUES ($1, $2, $3, $4, $5)`
+	syncUpdate = `UPDATE "pgadvisory_namespaces" SET owner = $3, doc = $4, updated_at = now() ` +
+		`WHERE id = $1 AND name = $2 AND registered_by = $5`
+)
+
+// syncLibraryRow is the row Sync keeps for the library's own namespace.
+var syncLibraryRow = []driver.Value{int64(-2147483648), "pgadvisory", "github.com/pgadvisory/pgadvisory",
+	"keys the pgadvisory library takes for itself; 1 serialises Registry.Sync", "pgadvisory"}
+
+// syncExpectProbe expects Sync to look for table, and answers whether it
+// exists and the session's application_name.
+func syncExpectProbe(m sqlmock.Sqlmock, table string, exists bool, app string) {
+	m.ExpectQuery(syncProbe).WithArgs(table).
+		WillReturnRows(sqlmock.NewRows([]string{"exists", "application_name"}).AddRow(exists, app))
+}
+
+func syncDictRows(rows ...[]driver.Value) *sqlmock.Rows {
+	r := sqlmock.NewRows([]string{"id", "name", "owner", "doc", "registered_by"})
+	for _, row := range rows {
+		r.AddRow(row...)
+	}
+	return r
+}
+
+func TestSync(t *testing.T) {
+	t.Parallel()
+	var r advisory.Registry
+	r.MustRegister(nsBilling)                                                      // 7, up to date
+	r.MustRegister(nsPayments)                                                     // 8, new
+	r.MustRegister(advisory.Namespace{ID: 9, Name: "reports", Owner: "new-owner"}) // ours, changed
+	r.MustRegister(advisory.Namespace{ID: 10, Name: "shared", Owner: "new-owner"}) // another service's
+
+	db, m := newMock(t)
+	m.ExpectBegin()
+	m.ExpectExec(syncLock).WillReturnResult(rows(1))
+	syncExpectProbe(m, `"pgadvisory_namespaces"`, true, "svc-a")
+	m.ExpectQuery(syncSelect).WillReturnRows(syncDictRows(
+		syncLibraryRow,
+		[]driver.Value{int64(7), "billing", "team-payments", "invoice runs", "svc-a"},
+		[]driver.Value{int64(9), "reports", "old-owner", "", "svc-a"},
+		[]driver.Value{int64(10), "shared", "theirs", "", "svc-b"},
+		[]driver.Value{int64(11), "unrelated", "", "", "svc-c"},
+	))
+	m.ExpectExec(syncInsert).WithArgs(int64(8), "payments", "team-payments", "", "svc-a").WillReturnResult(rows(1))
+	m.ExpectExec(syncUpdate).WithArgs(int64(9), "reports", "new-owner", "", "svc-a").WillReturnResult(rows(1))
+	m.ExpectCommit()
+
+	if err := r.Sync(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSyncCreatesTable(t *testing.T) {
+	t.Parallel()
+	var r advisory.Registry
+	r.MustRegister(nsBilling)
+	db, m := newMock(t)
+	m.ExpectBegin()
+	m.ExpectExec(syncLock).WillReturnResult(rows(1))
+	syncExpectProbe(m, `"ops"."lock_keys"`, false, "")
+	m.ExpectExec(`CREATE TABLE IF NOT EXISTS "ops"."lock_keys" (` + strings.SplitN(syncCreate, "(", 2)[1]).
+		WillReturnResult(rows(0))
+	m.ExpectQuery(`SELECT id, name, owner, doc, registered_by FROM "ops"."lock_keys"`).WillReturnRows(syncDictRows())
+	m.ExpectExec(strings.Replace(syncInsert, `"pgadvisory_namespaces"`, `"ops"."lock_keys"`, 1)).
+		WithArgs(syncLibraryRow...).WillReturnResult(rows(1))
+	m.ExpectExec(strings.Replace(syncInsert, `"pgadvisory_namespaces"`, `"ops"."lock_keys"`, 1)).
+		WithArgs(int64(7), "billing", "team-payments", "invoice runs", "billing-api").WillReturnResult(rows(1))
+	m.ExpectCommit()
+
+	err := r.Sync(context.Background(), db, advisory.SyncTable("ops.lock_keys"), advisory.SyncRegisteredBy("billing-api"))
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSyncConflicts(t *testing.T) {
+	t.Parallel()
+	var r advisory.Registry
+	r.MustRegister(nsBilling)  // ID 7 is "invoices" in the table
+	r.MustRegister(nsPayments) // "payments" is ID 80 in the table
+	r.MustRegister(advisory.Namespace{ID: 9, Name: "reports"})
+
+	db, m := newMock(t)
+	m.ExpectBegin()
+	m.ExpectExec(syncLock).WillReturnResult(rows(1))
+	syncExpectProbe(m, `"pgadvisory_namespaces"`, true, "")
+	m.ExpectQuery(syncSelect).WillReturnRows(syncDictRows(
+		syncLibraryRow,
+		[]driver.Value{int64(7), "invoices", "team-ledger", "", "ledger-svc"},
+		[]driver.Value{int64(80), "payments", "team-psp", "", "psp-svc"},
+	))
+	m.ExpectRollback()
+
+	err := r.Sync(context.Background(), db, advisory.SyncRegisteredBy("billing-api"))
+	if !errors.Is(err, advisory.ErrNamespaceConflict) {
+		t.Fatalf("Sync = %v, want ErrNamespaceConflict", err)
+	}
+	want := `advisory: sync namespaces to "pgadvisory_namespaces": 2 namespace conflicts:` +
+		"\n\t" + `ID 7 is already 7 "invoices" (owner team-ledger), registered by "ledger-svc"; cannot register 7 "billing" (owner team-payments)` +
+		"\n\t" + `name "payments" is already 80 "payments" (owner team-psp), registered by "psp-svc"; cannot register 8 "payments" (owner team-payments)`
+	if err.Error() != want {
+		t.Errorf("Sync error:\n%s\nwant:\n%s", err, want)
+	}
+	var ce *advisory.ConflictError
+	if !errors.As(err, &ce) || ce.RegisteredBy != "ledger-svc" || ce.Existing.Name != "invoices" || ce.Namespace != nsBilling {
+		t.Errorf("first ConflictError = %+v", ce)
+	}
+}
+
+func TestSyncLibraryRowTaken(t *testing.T) {
+	t.Parallel()
+	var r advisory.Registry
+	db, m := newMock(t)
+	m.ExpectBegin()
+	m.ExpectExec(syncLock).WillReturnResult(rows(1))
+	syncExpectProbe(m, `"pgadvisory_namespaces"`, true, "")
+	m.ExpectQuery(syncSelect).WillReturnRows(syncDictRows(
+		[]driver.Value{int64(-2147483648), "squatter", "", "", "someone"},
+	))
+	m.ExpectRollback()
+	err := r.Sync(context.Background(), db, advisory.SyncRegisteredBy("x"))
+	if !errors.Is(err, advisory.ErrNamespaceConflict) || !strings.Contains(err.Error(), `"squatter"`) {
+		t.Errorf("Sync = %v, want a conflict with the squatter", err)
+	}
+}
+
+func TestSyncErrors(t *testing.T) {
+	t.Parallel()
+	errDriver := errors.New("connection reset")
+	tests := []struct {
+		name    string
+		opts    []advisory.SyncOption
+		expect  func(m sqlmock.Sqlmock)
+		wantErr error
+		wantMsg string
+	}{
+		{name: "BadTable", opts: []advisory.SyncOption{advisory.SyncTable(`x"; DROP TABLE y; --`)},
+			wantMsg: `advisory: bad option: SyncTable("x\"; DROP TABLE y; --")`},
+		{name: "TooManyParts", opts: []advisory.SyncOption{advisory.SyncTable("a.b.c")}, wantMsg: "want table or schema.table"},
+		{name: "EmptyTable", opts: []advisory.SyncOption{advisory.SyncTable("")}, wantMsg: "not a plain identifier"},
+		{name: "LongTable", opts: []advisory.SyncOption{advisory.SyncTable(strings.Repeat("t", 64))}, wantMsg: "at most 63 bytes"},
+		{name: "DigitFirst", opts: []advisory.SyncOption{advisory.SyncTable("ops.1t")}, wantMsg: `"1t" is not a plain identifier`},
+		{name: "LockTimeout", expect: func(m sqlmock.Sqlmock) {
+			m.ExpectBegin()
+			m.ExpectExec(syncLock).WillReturnError(&sqlState{"55P03", "lock timeout"})
+			m.ExpectRollback()
+		}, wantErr: advisory.ErrLockTimeout},
+		{name: "ProbeFails", expect: func(m sqlmock.Sqlmock) {
+			m.ExpectBegin()
+			m.ExpectExec(syncLock).WillReturnResult(rows(1))
+			m.ExpectQuery(syncProbe).WillReturnError(errDriver)
+			m.ExpectRollback()
+		}, wantErr: errDriver, wantMsg: `advisory: sync namespaces to "pgadvisory_namespaces": look for the table: connection reset`},
+		{name: "CreateFails", expect: func(m sqlmock.Sqlmock) {
+			m.ExpectBegin()
+			m.ExpectExec(syncLock).WillReturnResult(rows(1))
+			syncExpectProbe(m, `"pgadvisory_namespaces"`, false, "app")
+			m.ExpectExec(syncCreate).WillReturnError(errDriver)
+			m.ExpectRollback()
+		}, wantErr: errDriver, wantMsg: `advisory: sync namespaces to "pgadvisory_namespaces": create table: connection reset`},
+		{name: "ReadFails", expect: func(m sqlmock.Sqlmock) {
+			m.ExpectBegin()
+			m.ExpectExec(syncLock).WillReturnResult(rows(1))
+			syncExpectProbe(m, `"pgadvisory_namespaces"`, true, "app")
+			m.ExpectQuery(syncSelect).WillReturnError(errDriver)
+			m.ExpectRollback()
+		}, wantErr: errDriver, wantMsg: "read table: connection reset"},
+		{name: "InsertFails", expect: func(m sqlmock.Sqlmock) {
+			m.ExpectBegin()
+			m.ExpectExec(syncLock).WillReturnResult(rows(1))
+			syncExpectProbe(m, `"pgadvisory_namespaces"`, true, "app")
+			m.ExpectQuery(syncSelect).WillReturnRows(syncDictRows())
+			m.ExpectExec(syncInsert).WillReturnError(&sqlState{"23505", "duplicate key"})
+			m.ExpectRollback()
+		}, wantMsg: `write namespace -2147483648 "pgadvisory" (owner github.com/pgadvisory/pgadvisory): driver: duplicate key`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			db, m := newMock(t)
+			if tt.expect != nil {
+				tt.expect(m)
+			}
+			var r advisory.Registry
+			err := r.Sync(context.Background(), db, tt.opts...)
+			if err == nil {
+				t.Fatal("Sync = nil, want an error")
+			}
+			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+				t.Errorf("Sync = %v, want errors.Is %v", err, tt.wantErr)
+			}
+			if !strings.Contains(err.Error(), tt.wantMsg) || !strings.HasPrefix(err.Error(), "advisory: ") {
+				t.Errorf("Sync = %q, want it to contain %q", err, tt.wantMsg)
+			}
+		})
+	}
+}
+
+func TestSyncNilDB(t *testing.T) {
+	t.Parallel()
+	var r advisory.Registry
+	if err := r.Sync(context.Background(), nil); err == nil || !strings.HasPrefix(err.Error(), "advisory: ") {
+		t.Errorf("Sync(nil) = %v", err)
+	}
+}
+
+// TestSyncRegisteredByProgram records the program's file name when neither
+// SyncRegisteredBy nor application_name says who registers.
+func TestSyncRegisteredByProgram(t *testing.T) {
+	t.Parallel()
+	var r advisory.Registry
+	r.MustRegister(nsBilling)
+	db, m := newMock(t)
+	m.ExpectBegin()
+	m.ExpectExec(syncLock).WillReturnResult(rows(1))
+	syncExpectProbe(m, `"pgadvisory_namespaces"`, true, "")
+	m.ExpectQuery(syncSelect).WillReturnRows(syncDictRows(syncLibraryRow))
+	m.ExpectExec(syncInsert).WithArgs(int64(7), "billing", "team-payments", "invoice runs", filepath.Base(os.Args[0])).
+		WillReturnResult(rows(1))
+	m.ExpectCommit()
+	if err := r.Sync(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+}
