@@ -7,7 +7,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/pgadvisory/pgadvisory/internal/hook"
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 )
 
@@ -94,25 +93,4 @@ func (o *options) lockStatement(xact bool, key Key) (op, stmt string) {
 		stmt = sqltext.LockTimeout(stmt, o.timeoutMillis(), xact)
 	}
 	return op, stmt
-}
-
-func init() {
-	hook.TxOptions = func(v any) *sql.TxOptions {
-		o := &options{}
-		for _, opt := range v.([]Option) {
-			if opt != nil {
-				opt(o)
-			}
-		}
-		return o.txOpts
-	}
-	hook.ScopeSQL = func(v any, xact bool, k any) (hook.Scope, error) {
-		o, err := newOptions(v.([]Option))
-		if err != nil {
-			return hook.Scope{}, err
-		}
-		key := k.(Key)
-		_, lock := o.lockStatement(xact, key)
-		return hook.Scope{Lock: lock, Unlock: sqltext.Unlock(o.shared, key.sqlArg()), Try: o.try}, nil
-	}
 }

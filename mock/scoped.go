@@ -98,8 +98,10 @@ func ExpectWithXactLock(m sqlmock.Sqlmock, key advisory.Key, outcome Outcome, op
 	const helper = "mock: ExpectWithXactLock: "
 	switch outcome {
 	case Commit, Rollback, NotAcquired, Failed, Granted:
+	case Release:
+		panic(helper + "outcome Release is for ExpectWithSessionLock")
 	default:
-		panic(fmt.Sprintf(helper+"outcome %v is for ExpectWithSessionLock", outcome))
+		panic(fmt.Sprintf(helper+"%v is not an outcome: want Commit, Rollback, NotAcquired, Failed or Granted", outcome))
 	}
 	sc := scopeSQL(helper, opts, true, key, outcome)
 	s := &XactScope{Begin: m.ExpectBegin()}
@@ -150,8 +152,10 @@ func ExpectWithSessionLock(m sqlmock.Sqlmock, key advisory.Key, outcome Outcome,
 	const helper = "mock: ExpectWithSessionLock: "
 	switch outcome {
 	case Release, NotAcquired, Failed, Granted:
-	default:
+	case Commit, Rollback:
 		panic(fmt.Sprintf(helper+"outcome %v is for ExpectWithXactLock", outcome))
+	default:
+		panic(fmt.Sprintf(helper+"%v is not an outcome: want Release, NotAcquired, Failed or Granted", outcome))
 	}
 	sc := scopeSQL(helper, opts, false, key, outcome)
 	s := &SessionScope{m: m, unlock: sc.Unlock}

@@ -2,9 +2,7 @@ package sqlxlock
 
 import (
 	"context"
-	"database/sql"
 	"errors"
-	"fmt"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/pgadvisory/pgadvisory/advisory"
@@ -38,9 +36,13 @@ func WithXactLock(ctx context.Context, db *sqlx.DB, key advisory.Key, fn func(ct
 	case fn == nil:
 		return errNilFunc
 	}
-	tx, err := db.BeginTxx(ctx, txOptions(opts))
+	txOpts, err := hook.CheckOptions(opts)
 	if err != nil {
-		return fmt.Errorf("sqlxlock: begin: %w", err)
+		return err
+	}
+	tx, err := db.BeginTxx(ctx, txOpts)
+	if err != nil {
+		return hook.Fail(ctx, "begin", "", err)
 	}
 	return advisory.WithXactLockTx(ctx, tx.Tx, key, func(ctx context.Context) error { return fn(ctx, tx) }, opts...)
 }
@@ -67,14 +69,13 @@ func WithSessionLock(ctx context.Context, db *sqlx.DB, key advisory.Key, fn func
 	case fn == nil:
 		return errNilFunc
 	}
+	if _, err := hook.CheckOptions(opts); err != nil {
+		return err
+	}
 	conn, err := db.Connx(ctx)
 	if err != nil {
-		return fmt.Errorf("sqlxlock: connect: %w", err)
+		return hook.Fail(ctx, "connect", "", err)
 	}
 	defer conn.Close()
 	return advisory.WithSessionLockConn(ctx, conn.Conn, key, func(ctx context.Context) error { return fn(ctx, conn) }, opts...)
 }
-
-// txOptions returns the transaction options in opts, read through advisory's
-// hook, so that advisory.TxOptions applies to the *sqlx.Tx begun here.
-func txOptions(opts []advisory.Option) *sql.TxOptions { return hook.TxOptions(opts) }

@@ -2,10 +2,9 @@ package sqlxlock_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"strings"
-	"sync"
+	"time"
 	"testing"
 
 	"github.com/DATA-DOG/go-sqlmock"
@@ -267,43 +266,6 @@ func TestBadArguments(t *testing.T) {
 	}
 }
 
-// TestConcurrentWrapping checks that fn gets its own sqlx values when many
-// calls run at once.
-func TestConcurrentWrapping(t *testing.T) {
-	t.Parallel()
-	sqlDB, m := mock.New(t)
-	m.MatchExpectationsInOrder(false)
-	db := sqlx.NewDb(sqlDB, "pgx")
-	const n = 16
-	for i := range n {
-		mock.ExpectWithXactLock(m, advisory.Int64Key(int64(i)), mock.Commit)
-	}
-	var wg sync.WaitGroup
-	seen := make(chan *sql.Tx, n)
-	for i := range n {
-		wg.Go(func() {
-			err := sqlxlock.WithXactLock(context.Background(), db, advisory.Int64Key(int64(i)), func(ctx context.Context, tx *sqlx.Tx) error {
-				if tx.DriverName() != "pgx" {
-					t.Errorf("DriverName() = %q", tx.DriverName())
-				}
-				seen <- tx.Tx
-				return nil
-			})
-			if err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	wg.Wait()
-	close(seen)
-	distinct := map[*sql.Tx]bool{}
-	for tx := range seen {
-		distinct[tx] = true
-	}
-	if len(distinct) != n {
-		t.Errorf("%d calls saw %d distinct transactions", n, len(distinct))
-	}
-}
 
 // notCalled is an fn that fails the test if called.
 func notCalled(t *testing.T) func(context.Context, *sqlx.Tx) error {
@@ -325,4 +287,20 @@ func recovered(f func() error) (err error) {
 		}
 	}()
 	return f()
+}
+
+// TestBadOptionsSendNothing checks that options advisory refuses are
+// refused before any transaction or connection is taken.
+func TestBadOptionsSendNothing(t *testing.T) {
+	t.Parallel()
+	sqlDB, _ := mock.New(t) // no expectations: any statement fails the test
+	db := sqlx.NewDb(sqlDB, "postgres")
+	ctx := context.Background()
+	bad := []advisory.Option{advisory.Try(), advisory.Timeout(time.Second)}
+	if err := sqlxlock.WithXactLock(ctx, db, advisory.Int64Key(1), func(context.Context, *sqlx.Tx) error { return nil }, bad...); err == nil {
+		t.Error("WithXactLock accepted Try with Timeout")
+	}
+	if err := sqlxlock.WithSessionLock(ctx, db, advisory.Int64Key(1), func(context.Context, *sqlx.Conn) error { return nil }, bad...); err == nil {
+		t.Error("WithSessionLock accepted Try with Timeout")
+	}
 }

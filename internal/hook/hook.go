@@ -1,15 +1,24 @@
-// Package hook lets the other packages of this module read what package
+// Package hook lets the other packages of this module use what package
 // advisory keeps unexported, without widening advisory's public API.
 // advisory sets every hook when it is initialised, so a package that
 // imports advisory can rely on them.
 package hook
 
-import "database/sql"
+import (
+	"context"
+	"database/sql"
+)
 
-// TxOptions returns the *sql.TxOptions that a list of advisory.Option
-// carries, or nil; opts is a []advisory.Option. sqlxlock uses it to begin
-// its *sqlx.Tx as advisory.WithXactLock would begin a *sql.Tx.
-var TxOptions func(opts any) *sql.TxOptions
+// CheckOptions validates opts, a []advisory.Option, as the scoped helpers
+// do, and returns the *sql.TxOptions they carry (or nil). sqlxlock uses it
+// to refuse bad options before it begins anything, and to begin its
+// *sqlx.Tx as advisory.WithXactLock would begin a *sql.Tx.
+var CheckOptions func(opts any) (*sql.TxOptions, error)
+
+// Fail reports err, which operation op (such as "begin") on keys (or "")
+// returned under ctx, as advisory reports its own failures: classified by
+// SQLSTATE, and matching ctx's error when ctx had ended.
+var Fail func(ctx context.Context, op, keys string, err error) error
 
 // Scope describes what a scoped helper sends for one key and one list of
 // options.

@@ -1,0 +1,30 @@
+package advisory
+
+import (
+	"database/sql"
+
+	"github.com/pgadvisory/pgadvisory/internal/hook"
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+)
+
+// init lets the module's other packages (sqlxlock, mock) see how this one
+// reads its options and reports its errors, without exporting either.
+func init() {
+	hook.CheckOptions = func(v any) (*sql.TxOptions, error) {
+		o, err := newOptions(v.([]Option))
+		if err != nil {
+			return nil, err
+		}
+		return o.txOpts, nil
+	}
+	hook.Fail = fail
+	hook.ScopeSQL = func(v any, xact bool, k any) (hook.Scope, error) {
+		o, err := newOptions(v.([]Option))
+		if err != nil {
+			return hook.Scope{}, err
+		}
+		key := k.(Key)
+		_, lock := o.lockStatement(xact, key)
+		return hook.Scope{Lock: lock, Unlock: sqltext.Unlock(o.shared, key.sqlArg()), Try: o.try}, nil
+	}
+}
