@@ -51,6 +51,27 @@ step "go vet"
 go vet ./...
 
 step "go test"
+# Verbose output goes to a log; the terminal gets the package results, the
+# matrix of servers and drivers the integration tests ran on, and, when
+# something fails, everything but the passing noise.
+log="$(mktemp -t pgadvisory-test.XXXXXX)"
+trap 'rm -f "$log"' EXIT
 start=$SECONDS
-go test -race -count=1 -timeout 15m "$@" ./...
+status=0
+go test -race -count=1 -timeout 15m -v "$@" ./... >"$log" 2>&1 || status=$?
+
+grep -E '^(ok|FAIL|\?) ' "$log" || true
+echo
+echo "integration tests and subtests passed, per server/driver:"
+grep -E -- '--- PASS: ' "$log" |
+	grep -oE '/pg[0-9]+(-[0-9]+)?/(pgx-cancel|pgx|pq)([/ ]|$)' |
+	sed -E 's#^/##; s#[/ ]$##' | sort | uniq -c | sed 's/^/  /' || true
+skipped="$(grep -cE -- '--- SKIP: ' "$log" || true)"
+echo "skipped: ${skipped:-0}"
+if [[ $status -ne 0 ]]; then
+	echo
+	echo "== failures (log without passing tests):"
+	grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|[[:space:]]*--- PASS: )' "$log" | tail -n 400
+fi
 echo "tests took $((SECONDS - start))s"
+exit "$status"
