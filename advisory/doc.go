@@ -48,6 +48,20 @@
 // Use the first half as a namespace for each part of a system, so that two
 // modules cannot collide by picking the same number.
 //
+// [WithXactLockTx] and [WithSessionLockConn] do the same for a transaction
+// or connection the caller already has, such as one from another library's
+// wrapper of *sql.DB.
+//
+// # Namespaces and inspection
+//
+// A [Registry] records which part of a system owns which namespace, the
+// first half of a pair key, and refuses a second claim at start-up;
+// [Registry.Sync] shares the record with every service on the database
+// through a dictionary table. [Inspect] lists the advisory locks held and
+// awaited on the server, with their keys decoded, their holders and what
+// blocks them, in one query; [WaitGraph] renders who waits for whom. See
+// docs/keys.md.
+//
 // # Round trips
 //
 // Every lock function costs one round trip, on lib/pq and on pgx alike.
