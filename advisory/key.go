@@ -130,14 +130,20 @@ func canonical(keys []Key) []Key {
 	return slices.Compact(out)
 }
 
-// keyList renders keys for an error message: "42" or "[1:2 42]".
+// keyList renders keys for an error message: "42", "[1:2 42]", or, for a
+// long list, its first keys and how many more there are.
 func keyList(keys []Key) string {
+	const most = 8
 	if len(keys) == 1 {
 		return keys[0].String()
 	}
-	parts := make([]string, len(keys))
+	parts := make([]string, 0, most+1)
 	for i, k := range keys {
-		parts[i] = k.String()
+		if i == most {
+			parts = append(parts, fmt.Sprintf("and %d more", len(keys)-most))
+			break
+		}
+		parts = append(parts, k.String())
 	}
 	return "[" + strings.Join(parts, " ") + "]"
 }

@@ -248,3 +248,28 @@ func TestSessionBadInput(t *testing.T) {
 		})
 	}
 }
+
+func TestLongKeyListsStayShortInErrors(t *testing.T) {
+	t.Parallel()
+	conn, m := mockConn(t)
+	keys := make([]advisory.Key, 100)
+	for i := range keys {
+		keys[i] = advisory.Int64Key(int64(i))
+	}
+	m.ExpectExec(sqlForKeys(keys)).WillReturnError(&sqlState{"53200", "out of shared memory"})
+	m.ExpectClose()
+	err := advisory.LockKeys(context.Background(), conn, keys...)
+	want := "advisory: lock [0 1 2 3 4 5 6 7 and 92 more]: lock table full"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("got %v, want a message starting %q", err, want)
+	}
+}
+
+// sqlForKeys is the statement LockKeys sends for sorted bigint keys.
+func sqlForKeys(keys []advisory.Key) string {
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = "(" + k.String() + ")"
+	}
+	return "SELECT pg_advisory_lock(k) FROM (VALUES " + strings.Join(parts, ",") + ") AS k(k)"
+}

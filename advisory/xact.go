@@ -12,9 +12,9 @@ import (
 // them safe with any pool, and with PgBouncer in transaction mode. Prefer
 // [WithXactLock], which begins and ends the transaction for you.
 //
-// After any error from these functions the transaction is aborted on the
-// server, and a lock that was granted as the error arose is held until the
-// caller rolls back.
+// After any error from these functions the server has aborted the
+// transaction, which releases its transaction locks, even one granted as
+// the error arose; roll tx back to end it.
 
 // XactLock waits until it holds an exclusive transaction lock on key. The
 // lock is released when tx commits or rolls back. Taking it again in the

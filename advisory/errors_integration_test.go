@@ -1,0 +1,352 @@
+package advisory_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+)
+
+// Integration tests of the errors a real server raises, and of bad input.
+
+func TestDeadlockIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		keys := newPGKeys()
+
+		t.Run("Session", func(t *testing.T) {
+			k := [2]advisory.Key{keys.next(), keys.nextPair()}
+			conns := [2]*sql.Conn{pgConn(t, tg.DB), pgConn(t, tg.DB)}
+			var pids [2]int
+			for i, c := range conns {
+				pids[i] = pgPID(t, c)
+				pgExec(t, c, "SET deadlock_timeout = '50ms'")
+				if err := advisory.Lock(ctx, c, k[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Each session waits for the other's key.
+			type result struct {
+				i   int
+				err error
+			}
+			results := make(chan result, 2)
+			go func() { results <- result{0, advisory.Lock(ctx, conns[0], k[1])} }()
+			pgWaitWaiting(t, tg.DB, pids[0], k[1])
+			go func() { results <- result{1, advisory.Lock(ctx, conns[1], k[0])} }()
+
+			// The server fails one wait; that session is closed, which
+			// releases its key, and the other is granted.
+			first, second := <-results, <-results
+			loser, winner := first, second
+			if first.err == nil {
+				loser, winner = second, first
+			}
+			if !errors.Is(loser.err, advisory.ErrDeadlock) || winner.err != nil {
+				t.Fatalf("crossed Locks returned %v and %v; want one ErrDeadlock and one nil", first.err, second.err)
+			}
+			if code := pgSQLState(loser.err); code != "40P01" {
+				t.Errorf("driver error SQLSTATE %q; want 40P01 reachable with errors.As", code)
+			}
+			pgRequireDiscarded(t, conns[loser.i])
+			pgWaitGone(t, tg.DB, pids[loser.i])
+			w := winner.i
+			pgRequireHolds(t, tg.DB, pids[w], k[0], false)
+			pgRequireHolds(t, tg.DB, pids[w], k[1], false)
+			if err := advisory.UnlockKeys(ctx, conns[w], k[0], k[1]); err != nil {
+				t.Fatal(err)
+			}
+			pgExec(t, conns[w], "RESET deadlock_timeout")
+		})
+
+		t.Run("Xact", func(t *testing.T) {
+			k := [2]advisory.Key{keys.next(), keys.nextPair()}
+			var txs [2]*sql.Tx
+			var pids [2]int
+			for i := range txs {
+				tx, err := tg.DB.BeginTx(ctx, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tx.Rollback()
+				txs[i], pids[i] = tx, pgPID(t, tx)
+				pgExec(t, tx, "SET LOCAL deadlock_timeout = '50ms'")
+				if err := advisory.XactLock(ctx, tx, k[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			type result struct {
+				i   int
+				err error
+			}
+			results := make(chan result, 2)
+			go func() { results <- result{0, advisory.XactLock(ctx, txs[0], k[1])} }()
+			pgWaitWaiting(t, tg.DB, pids[0], k[1])
+			go func() { results <- result{1, advisory.XactLock(ctx, txs[1], k[0])} }()
+
+			// The server fails one wait and aborts that transaction,
+			// which releases its locks at once, before any rollback: the
+			// other wait is granted.
+			first, second := <-results, <-results
+			loser, winner := first, second
+			if first.err == nil {
+				loser, winner = second, first
+			}
+			if !errors.Is(loser.err, advisory.ErrDeadlock) || winner.err != nil {
+				t.Fatalf("crossed XactLocks returned %v and %v; want one ErrDeadlock and one nil", first.err, second.err)
+			}
+			if code := pgSQLState(loser.err); code != "40P01" {
+				t.Errorf("driver error SQLSTATE %q; want 40P01 reachable with errors.As", code)
+			}
+			pgRequireNoLocks(t, tg.DB, pids[loser.i])
+			if err := txs[loser.i].Rollback(); err != nil {
+				t.Fatal(err)
+			}
+			pgRequireHolds(t, tg.DB, pids[winner.i], k[0], false)
+			pgRequireHolds(t, tg.DB, pids[winner.i], k[1], false)
+			if err := txs[winner.i].Commit(); err != nil {
+				t.Fatal(err)
+			}
+			pgRequireFree(t, tg.DB, k[0])
+			pgRequireFree(t, tg.DB, k[1])
+		})
+	})
+}
+
+// lockTableSettings is what the dedicated servers of
+// TestLockTableFullIntegration start with: a lock table so small that it
+// overflows at under a thousand advisory locks.
+var lockTableSettings = []string{"-c", "max_locks_per_transaction=10", "-c", "max_connections=20"}
+
+// lockTableKeys is how many keys overflow the dedicated servers' lock
+// table.
+const lockTableKeys = 1600
+
+func TestLockTableFullIntegration(t *testing.T) {
+	servers := pgtest.StartServer(t, lockTableSettings...)
+	dedicated := servers != nil
+	if !dedicated {
+		// PGADVISORY_TEST_DSN: no dedicated server can be started, so
+		// overflow the shared ones.
+		t.Log("no dedicated servers with PGADVISORY_TEST_DSN; overflowing the lock table of the shared servers")
+		servers = pgtest.Servers(t)
+	}
+	for _, s := range servers {
+		for _, d := range pgtest.Drivers {
+			// Not parallel: a full lock table fails every session of the
+			// server.
+			t.Run(s.Name+"/"+d, func(t *testing.T) {
+				db := s.Open(t, d)
+				ctx := context.Background()
+				var capacity int
+				err := db.QueryRowContext(ctx, `SELECT current_setting('max_locks_per_transaction')::int *
+					(current_setting('max_connections')::int + current_setting('max_prepared_transactions')::int)`).Scan(&capacity)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := lockTableKeys
+				if !dedicated {
+					// Shared memory has slack beyond the nominal size: go
+					// well past it.
+					n = 4*capacity + 2000
+				}
+				gen := newPGKeys()
+				keys := make([]advisory.Key, n)
+				for i := range keys {
+					keys[i] = gen.next()
+				}
+				t.Logf("lock table sized for %d locks; taking %d", capacity, n)
+
+				t.Run("FailedStatementKeepsWhatItTook", func(t *testing.T) {
+					// Why LockKeys must close the session: the same
+					// statement, sent by hand, fails partway and leaves
+					// the session holding the locks it took first.
+					conn := pgConn(t, db)
+					pid := pgPID(t, conn)
+					var b strings.Builder
+					b.WriteString("SELECT pg_advisory_lock(k) FROM (VALUES ")
+					for i, k := range keys {
+						if i > 0 {
+							b.WriteByte(',')
+						}
+						b.WriteString("(" + pgArg(k) + ")")
+					}
+					b.WriteString(") AS v(k)")
+					_, err := conn.ExecContext(ctx, b.String())
+					if code := pgSQLState(err); code != "53200" {
+						t.Fatalf("the statement by hand = %v; want SQLSTATE 53200", err)
+					}
+					// The table is full, so no session can read pg_locks;
+					// unlocking the first key asks the server whether it is
+					// still held.
+					var kept bool
+					if err := conn.QueryRowContext(ctx, "SELECT pg_advisory_unlock("+pgArg(keys[0])+")").Scan(&kept); err != nil {
+						t.Fatal(err)
+					}
+					if !kept {
+						t.Fatal("the failed statement kept no lock on its first key; want it kept")
+					}
+					pgDiscard(conn)
+					pgWaitGone(t, db, pid)
+				})
+
+				t.Run("LockKeys", func(t *testing.T) {
+					conn := pgConn(t, db)
+					pid := pgPID(t, conn)
+					err := advisory.LockKeys(ctx, conn, keys...)
+					checkLockTableFull(t, err)
+					// The statement failed partway, keeping the locks it
+					// took: the session is closed, and they go with it.
+					pgRequireDiscarded(t, conn)
+					pgWaitGone(t, db, pid)
+				})
+
+				t.Run("XactLockKeys", func(t *testing.T) {
+					tx, err := db.BeginTx(ctx, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer tx.Rollback()
+					pid := pgPID(t, tx)
+					checkLockTableFull(t, advisory.XactLockKeys(ctx, tx, keys...))
+					if err := tx.Rollback(); err != nil {
+						t.Fatal(err)
+					}
+					pgRequireNoLocks(t, db, pid)
+				})
+
+				// The server recovers: a few keys lock fine.
+				conn := pgConn(t, db)
+				if err := advisory.LockKeys(ctx, conn, keys[:10]...); err != nil {
+					t.Fatalf("LockKeys of 10 keys after the overflow: %v", err)
+				}
+				if err := advisory.UnlockAll(ctx, conn); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	}
+}
+
+// checkLockTableFull fails t unless err reports a full lock table, names
+// max_locks_per_transaction, and keeps the driver's 53200 reachable.
+func checkLockTableFull(t *testing.T, err error) {
+	t.Helper()
+	if !errors.Is(err, advisory.ErrLockTableFull) {
+		t.Fatalf("taking more keys than the lock table holds = %v; want ErrLockTableFull", err)
+	}
+	if !strings.Contains(err.Error(), "max_locks_per_transaction") {
+		t.Errorf("error %q does not point at max_locks_per_transaction", err)
+	}
+	if code := pgSQLState(err); code != "53200" {
+		t.Errorf("driver error SQLSTATE %q; want 53200 reachable with errors.As", code)
+	}
+}
+
+func TestBadInputIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		k := newPGKeys().next()
+		// db is never used for real: a bad call must fail before it takes
+		// a connection.
+		db := tg.Server.Open(t, tg.Driver)
+		conn := pgConn(t, tg.DB)
+		pid := pgPID(t, conn)
+		tx, err := tg.DB.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		fnRan := false
+		fn := func(context.Context, *sql.Tx) error { fnRan = true; return nil }
+		sfn := func(context.Context, *sql.Conn) error { fnRan = true; return nil }
+		noConn, noTx, noDB := (*sql.Conn)(nil), (*sql.Tx)(nil), (*sql.DB)(nil)
+		ignore := func(_ bool, err error) error { return err }
+
+		tests := []struct {
+			name string
+			want string // in the message
+			call func() error
+		}{
+			{"LockNilConn", "nil", func() error { return advisory.Lock(ctx, noConn, k) }},
+			{"LockSharedNilConn", "nil", func() error { return advisory.LockShared(ctx, noConn, k) }},
+			{"TryLockNilConn", "nil", func() error { return ignore(advisory.TryLock(ctx, noConn, k)) }},
+			{"TryLockSharedNilConn", "nil", func() error { return ignore(advisory.TryLockShared(ctx, noConn, k)) }},
+			{"LockKeysNilConn", "nil", func() error { return advisory.LockKeys(ctx, noConn, k) }},
+			{"UnlockNilConn", "nil", func() error { return advisory.Unlock(ctx, noConn, k) }},
+			{"UnlockSharedNilConn", "nil", func() error { return advisory.UnlockShared(ctx, noConn, k) }},
+			{"UnlockKeysNilConn", "nil", func() error { return advisory.UnlockKeys(ctx, noConn, k) }},
+			{"UnlockAllNilConn", "nil", func() error { return advisory.UnlockAll(ctx, noConn) }},
+			{"XactLockNilTx", "nil", func() error { return advisory.XactLock(ctx, noTx, k) }},
+			{"XactLockSharedNilTx", "nil", func() error { return advisory.XactLockShared(ctx, noTx, k) }},
+			{"TryXactLockNilTx", "nil", func() error { return ignore(advisory.TryXactLock(ctx, noTx, k)) }},
+			{"TryXactLockSharedNilTx", "nil", func() error { return ignore(advisory.TryXactLockShared(ctx, noTx, k)) }},
+			{"XactLockKeysNilTx", "nil", func() error { return advisory.XactLockKeys(ctx, noTx, k) }},
+			{"LockKeysNoKeys", "no keys", func() error { return advisory.LockKeys(ctx, conn) }},
+			{"UnlockKeysNoKeys", "no keys", func() error { return advisory.UnlockKeys(ctx, conn) }},
+			{"XactLockKeysNoKeys", "no keys", func() error { return advisory.XactLockKeys(ctx, tx) }},
+			{"WithXactLockNilDB", "nil", func() error { return advisory.WithXactLock(ctx, noDB, k, fn) }},
+			{"WithSessionLockNilDB", "nil", func() error { return advisory.WithSessionLock(ctx, noDB, k, sfn) }},
+			{"WithXactLockNilFn", "nil", func() error { return advisory.WithXactLock(ctx, db, k, nil) }},
+			{"WithSessionLockNilFn", "nil", func() error { return advisory.WithSessionLock(ctx, db, k, nil) }},
+			{"WithXactLockTimeoutZero", "Timeout", func() error { return advisory.WithXactLock(ctx, db, k, fn, advisory.Timeout(0)) }},
+			{"WithSessionLockTimeoutZero", "Timeout", func() error { return advisory.WithSessionLock(ctx, db, k, sfn, advisory.Timeout(0)) }},
+			{"WithXactLockTimeoutNegative", "Timeout", func() error { return advisory.WithXactLock(ctx, db, k, fn, advisory.Timeout(-time.Second)) }},
+			{"WithSessionLockTimeoutNegative", "Timeout", func() error {
+				return advisory.WithSessionLock(ctx, db, k, sfn, advisory.Timeout(-time.Second))
+			}},
+			{"WithXactLockTimeoutTooLong", "Timeout", func() error { return advisory.WithXactLock(ctx, db, k, fn, advisory.Timeout(1000*time.Hour)) }},
+			{"WithXactLockTryAndTimeout", "Try", func() error {
+				return advisory.WithXactLock(ctx, db, k, fn, advisory.Try(), advisory.Timeout(time.Second))
+			}},
+			{"WithSessionLockTryAndTimeout", "Try", func() error {
+				return advisory.WithSessionLock(ctx, db, k, sfn, advisory.Timeout(time.Second), advisory.Try())
+			}},
+			{"ParseKey", "malformed", func() error { _, err := advisory.ParseKey("1:x"); return err }},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				fnRan = false
+				err := func() (err error) {
+					defer func() {
+						if p := recover(); p != nil {
+							err = fmt.Errorf("panicked: %v", p)
+							t.Errorf("panic on bad input: %v", p)
+						}
+					}()
+					return tt.call()
+				}()
+				if err == nil {
+					t.Fatal("no error for bad input")
+				}
+				if !strings.HasPrefix(err.Error(), "advisory: ") || !strings.Contains(err.Error(), tt.want) {
+					t.Errorf("error %q; want one prefixed \"advisory: \" that mentions %q", err, tt.want)
+				}
+				if fnRan {
+					t.Error("fn ran")
+				}
+			})
+		}
+
+		// Nothing was sent: conn and tx are as they were, and db never
+		// opened a connection.
+		if n := db.Stats().OpenConnections; n != 0 {
+			t.Errorf("bad calls opened %d connections on db", n)
+		}
+		if got := pgPID(t, conn); got != pid {
+			t.Errorf("conn's session changed from %d to %d", pid, got)
+		}
+		pgRequireNoLocks(t, tg.DB, pid)
+		if err := tx.Commit(); err != nil {
+			t.Errorf("tx after bad calls: %v", err)
+		}
+	})
+}

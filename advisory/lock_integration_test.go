@@ -1,0 +1,550 @@
+package advisory_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+)
+
+// Integration tests of the session lock functions on *sql.Conn.
+
+func TestKeySpacesIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		// The halves are random so that tests sharing the server do not
+		// collide; the signs cover both halves of the bigint.
+		a, b := mrand.Int32N(1<<30)+1, mrand.Int32N(1<<30)+1
+		tests := []struct {
+			name string
+			a, b int32
+		}{
+			{"Positive", a, b},
+			{"NegativeHalves", -a, -b},
+			{"Mixed", a, -b},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				pair := advisory.PairKey(tt.a, tt.b)
+				big := advisory.Int64Key(int64(tt.a)<<32 | int64(uint32(tt.b)))
+				connA, connB, connC := pgConn(t, tg.DB), pgConn(t, tg.DB), pgConn(t, tg.DB)
+				pidA, pidB := pgPID(t, connA), pgPID(t, connB)
+
+				if err := advisory.Lock(ctx, connA, pair); err != nil {
+					t.Fatalf("Lock(%s): %v", pair, err)
+				}
+				ok, err := advisory.TryLock(ctx, connB, big)
+				if err != nil || !ok {
+					t.Fatalf("TryLock(%s) while another session holds %s = %v, %v; want true: the key spaces are distinct", big, pair, ok, err)
+				}
+
+				// pg_locks shows the same classid and objid, told apart by
+				// objsubid: 2 for the pair, 1 for the bigint.
+				var rows [2]struct{ classid, objid, subid int64 }
+				for i, pid := range []int{pidA, pidB} {
+					err := tg.DB.QueryRowContext(ctx, `SELECT classid::bigint, objid::bigint, objsubid::bigint FROM pg_locks
+						WHERE locktype = 'advisory' AND pid = $1 AND granted`, pid).Scan(&rows[i].classid, &rows[i].objid, &rows[i].subid)
+					if err != nil {
+						t.Fatalf("pg_locks of backend %d: %v", pid, err)
+					}
+				}
+				if rows[0].classid != rows[1].classid || rows[0].objid != rows[1].objid || rows[0].subid != 2 || rows[1].subid != 1 {
+					t.Errorf("pg_locks rows %+v (pair) and %+v (bigint); want equal classid and objid, objsubid 2 and 1", rows[0], rows[1])
+				}
+				pgRequireHolds(t, tg.DB, pidA, pair, false)
+				pgRequireHolds(t, tg.DB, pidB, big, false)
+
+				// Both are real locks: a third session gets neither.
+				for _, k := range []advisory.Key{pair, big} {
+					if ok, err := advisory.TryLock(ctx, connC, k); err != nil || ok {
+						t.Errorf("TryLock(%s) on a held key = %v, %v; want false, nil", k, ok, err)
+					}
+				}
+				if err := advisory.Unlock(ctx, connA, pair); err != nil {
+					t.Errorf("Unlock(%s): %v", pair, err)
+				}
+				if err := advisory.Unlock(ctx, connB, big); err != nil {
+					t.Errorf("Unlock(%s): %v", big, err)
+				}
+				pgRequireFree(t, tg.DB, pair)
+				pgRequireFree(t, tg.DB, big)
+			})
+		}
+	})
+}
+
+func TestStackingIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		keys := newPGKeys()
+		tests := []struct {
+			name   string
+			key    advisory.Key
+			shared bool
+		}{
+			{"Exclusive", keys.next(), false},
+			{"ExclusivePair", keys.nextPair(), false},
+			{"Shared", keys.next(), true},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				ctx := context.Background()
+				lock, unlock := advisory.Lock, advisory.Unlock
+				if tt.shared {
+					lock, unlock = advisory.LockShared, advisory.UnlockShared
+				}
+				conn, other := pgConn(t, tg.DB), pgConn(t, tg.DB)
+				pid := pgPID(t, conn)
+
+				for i := range 2 {
+					if err := lock(ctx, conn, tt.key); err != nil {
+						t.Fatalf("lock #%d: %v", i+1, err)
+					}
+				}
+				for i := range 2 {
+					// Still held: another session cannot take it exclusively.
+					if ok, err := advisory.TryLock(ctx, other, tt.key); err != nil || ok {
+						t.Fatalf("after %d of 2 unlocks, another session's TryLock = %v, %v; want false, nil", i, ok, err)
+					}
+					pgRequireHolds(t, tg.DB, pid, tt.key, tt.shared)
+					if err := unlock(ctx, conn, tt.key); err != nil {
+						t.Fatalf("unlock #%d of a key locked twice: %v", i+1, err)
+					}
+				}
+				pgRequireNoLocks(t, tg.DB, pid)
+
+				// A third unlock finds nothing held: ErrNotHeld, and the
+				// session is closed rather than trusted.
+				err := unlock(ctx, conn, tt.key)
+				if !errors.Is(err, advisory.ErrNotHeld) {
+					t.Fatalf("third unlock = %v; want ErrNotHeld", err)
+				}
+				pgRequireDiscarded(t, conn)
+				pgWaitGone(t, tg.DB, pid)
+
+				if ok, err := advisory.TryLock(ctx, other, tt.key); err != nil || !ok {
+					t.Fatalf("TryLock after two unlocks = %v, %v; want true", ok, err)
+				}
+				if err := advisory.Unlock(ctx, other, tt.key); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	})
+}
+
+func TestNotHeldIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		keys := newPGKeys()
+
+		t.Run("NeverLocked", func(t *testing.T) {
+			for _, unlock := range []struct {
+				name string
+				f    func(context.Context, *sql.Conn, advisory.Key) error
+			}{
+				{"Unlock", advisory.Unlock},
+				{"UnlockShared", advisory.UnlockShared},
+				{"UnlockKeys", func(ctx context.Context, c *sql.Conn, k advisory.Key) error { return advisory.UnlockKeys(ctx, c, k) }},
+			} {
+				t.Run(unlock.name, func(t *testing.T) {
+					conn := pgConn(t, tg.DB)
+					pid := pgPID(t, conn)
+					err := unlock.f(ctx, conn, keys.next())
+					if !errors.Is(err, advisory.ErrNotHeld) {
+						t.Fatalf("%s of a key never locked = %v; want ErrNotHeld", unlock.name, err)
+					}
+					pgRequireDiscarded(t, conn)
+					pgWaitGone(t, tg.DB, pid)
+				})
+			}
+		})
+
+		t.Run("WrongMode", func(t *testing.T) {
+			// An exclusive lock is not released by UnlockShared: the
+			// server says false, and the session, with its exclusive
+			// lock, is closed.
+			k := keys.next()
+			conn := pgConn(t, tg.DB)
+			pid := pgPID(t, conn)
+			if err := advisory.Lock(ctx, conn, k); err != nil {
+				t.Fatal(err)
+			}
+			if err := advisory.UnlockShared(ctx, conn, k); !errors.Is(err, advisory.ErrNotHeld) {
+				t.Fatalf("UnlockShared of an exclusive lock = %v; want ErrNotHeld", err)
+			}
+			pgRequireDiscarded(t, conn)
+			pgWaitGone(t, tg.DB, pid)
+			pgRequireFree(t, tg.DB, k)
+		})
+
+		t.Run("UnlockKeysPartlyHeld", func(t *testing.T) {
+			// One key held, one not: the held one is released with the
+			// session, which is closed.
+			held, notHeld := keys.next(), keys.nextPair()
+			conn := pgConn(t, tg.DB)
+			pid := pgPID(t, conn)
+			if err := advisory.Lock(ctx, conn, held); err != nil {
+				t.Fatal(err)
+			}
+			err := advisory.UnlockKeys(ctx, conn, notHeld, held)
+			if !errors.Is(err, advisory.ErrNotHeld) {
+				t.Fatalf("UnlockKeys of one held and one free key = %v; want ErrNotHeld", err)
+			}
+			pgRequireDiscarded(t, conn)
+			pgWaitGone(t, tg.DB, pid)
+			pgRequireFree(t, tg.DB, held)
+		})
+
+		t.Run("UnlockAllHoldsNothing", func(t *testing.T) {
+			// UnlockAll of nothing is not an error: it reports nothing.
+			conn := pgConn(t, tg.DB)
+			pid := pgPID(t, conn)
+			if err := advisory.UnlockAll(ctx, conn); err != nil {
+				t.Fatalf("UnlockAll with nothing held: %v", err)
+			}
+			if got := pgPID(t, conn); got != pid {
+				t.Fatalf("session changed from %d to %d", pid, got)
+			}
+		})
+	})
+}
+
+func TestUnlockAllIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		keys := newPGKeys()
+		a, b, c := keys.next(), keys.nextPair(), keys.next()
+		conn := pgConn(t, tg.DB)
+		pid := pgPID(t, conn)
+		for _, step := range []func() error{
+			func() error { return advisory.Lock(ctx, conn, a) },
+			func() error { return advisory.Lock(ctx, conn, a) },
+			func() error { return advisory.LockShared(ctx, conn, b) },
+			func() error { return advisory.LockKeys(ctx, conn, c, a) },
+		} {
+			if err := step(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := len(pgLocksOfPID(t, tg.DB, pid)); n != 3 {
+			t.Fatalf("pg_locks shows %d advisory locks; want 3", n)
+		}
+		if err := advisory.UnlockAll(ctx, conn); err != nil {
+			t.Fatal(err)
+		}
+		pgRequireNoLocks(t, tg.DB, pid)
+		if got := pgPID(t, conn); got != pid {
+			t.Fatalf("UnlockAll changed the session from %d to %d", pid, got)
+		}
+	})
+}
+
+func TestTryContentionIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		keys := newPGKeys()
+		k := keys.next()
+		holder := pgConn(t, tg.DB)
+		if err := advisory.Lock(ctx, holder, k); err != nil {
+			t.Fatal(err)
+		}
+		holderPID := pgPID(t, holder)
+
+		t.Run("Session", func(t *testing.T) {
+			for _, try := range []struct {
+				name string
+				f    func(context.Context, *sql.Conn, advisory.Key) (bool, error)
+			}{
+				{"TryLock", advisory.TryLock},
+				{"TryLockShared", advisory.TryLockShared},
+			} {
+				t.Run(try.name, func(t *testing.T) {
+					conn := pgConn(t, tg.DB)
+					pid := pgPID(t, conn)
+					ok, err := try.f(ctx, conn, k)
+					if err != nil || ok {
+						t.Fatalf("%s on a key held exclusively elsewhere = %v, %v; want false, nil", try.name, ok, err)
+					}
+					// Nothing was in doubt: the session is kept, holding
+					// nothing, and the key is still the holder's alone.
+					if got := pgPID(t, conn); got != pid {
+						t.Fatalf("session changed from %d to %d", pid, got)
+					}
+					pgRequireNoLocks(t, tg.DB, pid)
+					if locks := pgLocksOfKey(t, tg.DB, k); len(locks) != 1 || locks[0].pid != holderPID {
+						t.Fatalf("pg_locks for %s = %v; want only the holder %d", k, locks, holderPID)
+					}
+				})
+			}
+		})
+
+		t.Run("Xact", func(t *testing.T) {
+			for _, try := range []struct {
+				name string
+				f    func(context.Context, *sql.Tx, advisory.Key) (bool, error)
+			}{
+				{"TryXactLock", advisory.TryXactLock},
+				{"TryXactLockShared", advisory.TryXactLockShared},
+			} {
+				t.Run(try.name, func(t *testing.T) {
+					tx, err := tg.DB.BeginTx(ctx, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer tx.Rollback()
+					pid := pgPID(t, tx)
+					ok, err := try.f(ctx, tx, k)
+					if err != nil || ok {
+						t.Fatalf("%s on a key held exclusively elsewhere = %v, %v; want false, nil", try.name, ok, err)
+					}
+					// The transaction is still usable and holds nothing.
+					pgRequireNoLocks(t, tg.DB, pid)
+					if got := pgPID(t, tx); got != pid {
+						t.Fatalf("session changed from %d to %d", pid, got)
+					}
+					if err := tx.Commit(); err != nil {
+						t.Fatalf("Commit after a failed try: %v", err)
+					}
+				})
+			}
+		})
+
+		if err := advisory.Unlock(ctx, holder, k); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestSharedExclusiveIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		keys := newPGKeys()
+
+		t.Run("SharedCoexist", func(t *testing.T) {
+			k := keys.next()
+			a, b, c := pgConn(t, tg.DB), pgConn(t, tg.DB), pgConn(t, tg.DB)
+			pidA, pidB := pgPID(t, a), pgPID(t, b)
+			if err := advisory.LockShared(ctx, a, k); err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := advisory.TryLockShared(ctx, b, k); err != nil || !ok {
+				t.Fatalf("TryLockShared beside a shared lock = %v, %v; want true", ok, err)
+			}
+			pgRequireHolds(t, tg.DB, pidA, k, true)
+			pgRequireHolds(t, tg.DB, pidB, k, true)
+
+			// Exclusive fails while shared locks are held, in both scopes.
+			if ok, err := advisory.TryLock(ctx, c, k); err != nil || ok {
+				t.Fatalf("TryLock beside shared locks = %v, %v; want false, nil", ok, err)
+			}
+			tx, err := tg.DB.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := advisory.TryXactLock(ctx, tx, k); err != nil || ok {
+				t.Fatalf("TryXactLock beside shared locks = %v, %v; want false, nil", ok, err)
+			}
+			// Shared transaction locks join them.
+			if ok, err := advisory.TryXactLockShared(ctx, tx, k); err != nil || !ok {
+				t.Fatalf("TryXactLockShared beside shared locks = %v, %v; want true", ok, err)
+			}
+			if err := advisory.XactLockShared(ctx, tx, k); err != nil {
+				t.Fatalf("XactLockShared beside shared locks: %v", err)
+			}
+			txPID := pgPID(t, tx)
+			pgRequireHolds(t, tg.DB, txPID, k, true)
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+
+			if err := advisory.UnlockShared(ctx, a, k); err != nil {
+				t.Fatal(err)
+			}
+			// One shared lock left is enough to exclude.
+			if ok, err := advisory.TryLock(ctx, c, k); err != nil || ok {
+				t.Fatalf("TryLock beside one shared lock = %v, %v; want false, nil", ok, err)
+			}
+			if err := advisory.UnlockShared(ctx, b, k); err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := advisory.TryLock(ctx, c, k); err != nil || !ok {
+				t.Fatalf("TryLock after the shared locks ended = %v, %v; want true", ok, err)
+			}
+			if err := advisory.Unlock(ctx, c, k); err != nil {
+				t.Fatal(err)
+			}
+		})
+
+		t.Run("ExclusiveExcludesShared", func(t *testing.T) {
+			k := keys.nextPair()
+			a, b := pgConn(t, tg.DB), pgConn(t, tg.DB)
+			if err := advisory.Lock(ctx, a, k); err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := advisory.TryLockShared(ctx, b, k); err != nil || ok {
+				t.Fatalf("TryLockShared beside an exclusive lock = %v, %v; want false, nil", ok, err)
+			}
+			tx, err := tg.DB.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := advisory.TryXactLockShared(ctx, tx, k); err != nil || ok {
+				t.Fatalf("TryXactLockShared beside an exclusive lock = %v, %v; want false, nil", ok, err)
+			}
+			if err := tx.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+			if err := advisory.Unlock(ctx, a, k); err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := advisory.TryLockShared(ctx, b, k); err != nil || !ok {
+				t.Fatalf("TryLockShared after the exclusive lock ended = %v, %v; want true", ok, err)
+			}
+			if err := advisory.UnlockShared(ctx, b, k); err != nil {
+				t.Fatal(err)
+			}
+		})
+
+		t.Run("SharedWaitsForExclusive", func(t *testing.T) {
+			// A blocking shared lock waits for the exclusive holder and
+			// is granted once it unlocks.
+			k := keys.next()
+			a, b := pgConn(t, tg.DB), pgConn(t, tg.DB)
+			pidB := pgPID(t, b)
+			if err := advisory.Lock(ctx, a, k); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- advisory.LockShared(ctx, b, k) }()
+			pgWaitWaiting(t, tg.DB, pidB, k)
+			if err := advisory.Unlock(ctx, a, k); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				t.Fatalf("LockShared after the exclusive holder unlocked: %v", err)
+			}
+			pgRequireHolds(t, tg.DB, pidB, k, true)
+			if err := advisory.UnlockShared(ctx, b, k); err != nil {
+				t.Fatal(err)
+			}
+		})
+	})
+}
+
+func TestLockKeysNoDeadlockIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		keys := newPGKeys()
+		// {1, 2} against {2, 1}, within and across both key spaces, and
+		// with a key repeated.
+		a, b, p, q := keys.next(), keys.next(), keys.nextPair(), keys.nextPair()
+		sets := [2][]advisory.Key{{a, p, b, q}, {q, b, p, a, q}}
+		rounds := 200
+		if testing.Short() {
+			rounds = 20
+		}
+
+		conns := [2]*sql.Conn{pgConn(t, tg.DB), pgConn(t, tg.DB)}
+		for _, c := range conns {
+			// A deadlock, if there were one, is found at once.
+			pgExec(t, c, "SET deadlock_timeout = '50ms'")
+		}
+		var inside atomic.Int32 // sessions holding both keys
+		var wg sync.WaitGroup
+		errs := make(chan error, 2)
+		for i := range 2 {
+			wg.Go(func() {
+				for range rounds {
+					if err := advisory.LockKeys(ctx, conns[i], sets[i]...); err != nil {
+						errs <- fmt.Errorf("session %d: LockKeys(%v): %w", i, sets[i], err)
+						return
+					}
+					if n := inside.Add(1); n != 1 {
+						errs <- fmt.Errorf("session %d: %d sessions hold the same exclusive keys", i, n)
+						return
+					}
+					inside.Add(-1)
+					if err := advisory.UnlockKeys(ctx, conns[i], sets[i]...); err != nil {
+						errs <- fmt.Errorf("session %d: UnlockKeys(%v): %w", i, sets[i], err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if errors.Is(err, advisory.ErrDeadlock) {
+				t.Errorf("deadlock taking the same keys in another order: %v", err)
+				continue
+			}
+			t.Error(err)
+		}
+		for _, k := range []advisory.Key{a, b, p, q} {
+			pgRequireFree(t, tg.DB, k)
+		}
+	})
+}
+
+// pgManyKeys is more keys than a select list may hold (1664).
+const pgManyKeys = 3000
+
+func TestLockKeysManyIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		gen := newPGKeys()
+		keys := make([]advisory.Key, pgManyKeys)
+		for i := range keys {
+			keys[i] = gen.next()
+		}
+
+		t.Run("Session", func(t *testing.T) {
+			conn := pgConn(t, tg.DB)
+			pid := pgPID(t, conn)
+			if err := advisory.LockKeys(ctx, conn, keys...); err != nil {
+				t.Fatalf("LockKeys of %d keys: %s", len(keys), pgErrTail(err))
+			}
+			if n := len(pgLocksOfPID(t, tg.DB, pid)); n != len(keys) {
+				t.Fatalf("pg_locks shows %d locks; want %d", n, len(keys))
+			}
+			if err := advisory.UnlockKeys(ctx, conn, keys...); err != nil {
+				t.Fatalf("UnlockKeys of %d keys: %s", len(keys), pgErrTail(err))
+			}
+			pgRequireNoLocks(t, tg.DB, pid)
+		})
+
+		t.Run("Xact", func(t *testing.T) {
+			tx, err := tg.DB.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			pid := pgPID(t, tx)
+			if err := advisory.XactLockKeys(ctx, tx, keys...); err != nil {
+				t.Fatalf("XactLockKeys of %d keys: %s", len(keys), pgErrTail(err))
+			}
+			if n := len(pgLocksOfPID(t, tg.DB, pid)); n != len(keys) {
+				t.Fatalf("pg_locks shows %d locks; want %d", n, len(keys))
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			pgRequireNoLocks(t, tg.DB, pid)
+		})
+	})
+}

@@ -1,0 +1,555 @@
+package advisory_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+)
+
+// Integration tests of WithXactLock and WithSessionLock.
+
+// errScopedFn is what fn returns to make a scoped helper roll back or release.
+var errScopedFn = errors.New("fn failed on purpose")
+
+// pgTable creates a table with one int column for t, dropped at cleanup,
+// and returns its name.
+func pgTable(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	name := "advisory_it_" + pgAppName()[len("advisory-"):]
+	pgExec(t, db, "CREATE TABLE "+name+" (v int)")
+	t.Cleanup(func() { _, _ = db.Exec("DROP TABLE " + name) })
+	return name
+}
+
+// pgCount counts the rows of table where v = v.
+func pgCount(t *testing.T, db *sql.DB, table string, v int) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRowContext(context.Background(), "SELECT count(*) FROM "+table+" WHERE v = $1", v).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// pgWaiterOf returns the pid of the session that waits for key.
+func pgWaiterOf(t *testing.T, db *sql.DB, key advisory.Key) int {
+	t.Helper()
+	var pid int
+	err := pgPoll(200*time.Microsecond, func() (bool, error) {
+		locks, err := pgQueryLocksOfKey(context.Background(), db, key)
+		for _, l := range locks {
+			if !l.granted {
+				pid = l.pid
+				return true, nil
+			}
+		}
+		return false, err
+	})
+	if err != nil {
+		t.Fatalf("nobody waits for %s: %v", key, err)
+	}
+	return pid
+}
+
+// pgModeName names a subtest for a lock mode.
+func pgModeName(shared bool) string {
+	if shared {
+		return "Shared"
+	}
+	return "Exclusive"
+}
+
+// pgCtxErrName names a subtest for the context error it expects.
+func pgCtxErrName(err error) string {
+	if err == context.DeadlineExceeded {
+		return "DeadlineExceeded"
+	}
+	return "Canceled"
+}
+
+// pgRequirePooledClean fails t unless the one session of db (opened with
+// pgOpenOne) is pid, idle, outside a transaction and without advisory
+// locks: the state a helper must leave a connection in when it returns it
+// to the pool.
+func pgRequirePooledClean(t *testing.T, obs, db *sql.DB, pid int) {
+	t.Helper()
+	if state := pgSessionState(t, obs, pid); state != "idle" {
+		t.Errorf("pooled session %d is %q; want idle", pid, state)
+	}
+	pgRequireNoLocks(t, obs, pid)
+	if got := pgPID(t, db); got != pid {
+		t.Fatalf("the pool's session changed from %d to %d: the helper closed it", pid, got)
+	}
+}
+
+func TestWithXactLockIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		keys := newPGKeys()
+		table := pgTable(t, tg.DB)
+
+		t.Run("CommitsOnNil", func(t *testing.T) {
+			k := keys.next()
+			other := pgConn(t, tg.DB)
+			err := advisory.WithXactLock(ctx, tg.DB, k, func(ctx context.Context, tx *sql.Tx) error {
+				pgRequireHolds(t, tg.DB, pgPID(t, tx), k, false)
+				if ok, err := advisory.TryLock(ctx, other, k); err != nil || ok {
+					t.Errorf("TryLock from another session inside fn = %v, %v; want false", ok, err)
+				}
+				_, err := tx.ExecContext(ctx, "INSERT INTO "+table+" VALUES (1)")
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := pgCount(t, tg.DB, table, 1); n != 1 {
+				t.Fatalf("%d rows after fn returned nil; want 1 committed", n)
+			}
+			pgRequireFree(t, tg.DB, k)
+		})
+
+		t.Run("RollsBackOnError", func(t *testing.T) {
+			k := keys.next()
+			err := advisory.WithXactLock(ctx, tg.DB, k, func(ctx context.Context, tx *sql.Tx) error {
+				if _, err := tx.ExecContext(ctx, "INSERT INTO "+table+" VALUES (2)"); err != nil {
+					return err
+				}
+				return errScopedFn
+			})
+			if !errors.Is(err, errScopedFn) {
+				t.Fatalf("WithXactLock = %v; want fn's error", err)
+			}
+			if n := pgCount(t, tg.DB, table, 2); n != 0 {
+				t.Fatalf("%d rows after fn failed; want 0", n)
+			}
+			pgRequireFree(t, tg.DB, k)
+		})
+
+		t.Run("RollsBackOnPanic", func(t *testing.T) {
+			k := keys.next()
+			db := pgOpenOne(t, tg)
+			var pid int
+			p := func() (p any) {
+				defer func() { p = recover() }()
+				_ = advisory.WithXactLock(ctx, db, k, func(ctx context.Context, tx *sql.Tx) error {
+					pid = pgPID(t, tx)
+					if _, err := tx.ExecContext(ctx, "INSERT INTO "+table+" VALUES (3)"); err != nil {
+						return err
+					}
+					panic(errScopedFn)
+				})
+				return nil
+			}()
+			if p != errScopedFn {
+				t.Fatalf("recovered %v; want fn's panic to continue", p)
+			}
+			if n := pgCount(t, tg.DB, table, 3); n != 0 {
+				t.Fatalf("%d rows after fn panicked; want 0", n)
+			}
+			pgRequireFree(t, tg.DB, k)
+			// Rolled back, so the connection is clean and goes back to the pool.
+			pgRequirePooledClean(t, tg.DB, db, pid)
+		})
+
+		t.Run("FnCommitsEarly", func(t *testing.T) {
+			k := keys.next()
+			err := advisory.WithXactLock(ctx, tg.DB, k, func(ctx context.Context, tx *sql.Tx) error {
+				if _, err := tx.ExecContext(ctx, "INSERT INTO "+table+" VALUES (4)"); err != nil {
+					return err
+				}
+				return tx.Commit()
+			})
+			if err != nil {
+				t.Fatalf("WithXactLock whose fn committed = %v; want nil", err)
+			}
+			if n := pgCount(t, tg.DB, table, 4); n != 1 {
+				t.Fatalf("%d rows after fn committed; want 1", n)
+			}
+			pgRequireFree(t, tg.DB, k)
+		})
+
+		t.Run("Shared", func(t *testing.T) {
+			k := keys.nextPair()
+			err := advisory.WithXactLock(ctx, tg.DB, k, func(ctx context.Context, tx *sql.Tx) error {
+				pgRequireHolds(t, tg.DB, pgPID(t, tx), k, true)
+				// Another shared holder joins; an exclusive one cannot.
+				inner := advisory.WithXactLock(ctx, tg.DB, k, func(context.Context, *sql.Tx) error { return nil }, advisory.Shared(), advisory.Try())
+				if inner != nil {
+					t.Errorf("shared WithXactLock beside a shared one = %v; want nil", inner)
+				}
+				inner = advisory.WithXactLock(ctx, tg.DB, k, func(context.Context, *sql.Tx) error {
+					t.Error("fn ran without the lock")
+					return nil
+				}, advisory.Try())
+				if !errors.Is(inner, advisory.ErrNotAcquired) {
+					t.Errorf("exclusive WithXactLock beside a shared one = %v; want ErrNotAcquired", inner)
+				}
+				return nil
+			}, advisory.Shared())
+			if err != nil {
+				t.Fatal(err)
+			}
+			pgRequireFree(t, tg.DB, k)
+		})
+
+		t.Run("TxOptions", func(t *testing.T) {
+			err := advisory.WithXactLock(ctx, tg.DB, keys.next(), func(ctx context.Context, tx *sql.Tx) error {
+				if v := pgShow(t, tx, "transaction_read_only"); v != "on" {
+					t.Errorf("transaction_read_only = %q; want on", v)
+				}
+				if v := pgShow(t, tx, "transaction_isolation"); v != "serializable" {
+					t.Errorf("transaction_isolation = %q; want serializable", v)
+				}
+				return nil
+			}, advisory.TxOptions(&sql.TxOptions{Isolation: sql.LevelSerializable, ReadOnly: true}))
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+
+		t.Run("Try", func(t *testing.T) {
+			for _, shared := range []bool{false, true} {
+				t.Run(pgModeName(shared), func(t *testing.T) {
+					k := keys.next()
+					holder := pgConn(t, tg.DB)
+					if err := advisory.Lock(ctx, holder, k); err != nil {
+						t.Fatal(err)
+					}
+					db := pgOpenOne(t, tg)
+					pid := pgPID(t, db)
+					opts := []advisory.Option{advisory.Try()}
+					if shared {
+						opts = append(opts, advisory.Shared())
+					}
+					err := advisory.WithXactLock(ctx, db, k, func(context.Context, *sql.Tx) error {
+						t.Error("fn ran without the lock")
+						return nil
+					}, opts...)
+					if !errors.Is(err, advisory.ErrNotAcquired) {
+						t.Fatalf("WithXactLock(Try) on a held key = %v; want ErrNotAcquired", err)
+					}
+					pgRequirePooledClean(t, tg.DB, db, pid)
+					if err := advisory.Unlock(ctx, holder, k); err != nil {
+						t.Fatal(err)
+					}
+				})
+			}
+		})
+
+		t.Run("Timeout", func(t *testing.T) {
+			db := pgOpenOne(t, tg)
+			pid := pgPID(t, db)
+			def := pgShow(t, db, "lock_timeout")
+
+			t.Run("Expires", func(t *testing.T) {
+				k := keys.next()
+				holder := pgConn(t, tg.DB)
+				if err := advisory.Lock(ctx, holder, k); err != nil {
+					t.Fatal(err)
+				}
+				err := advisory.WithXactLock(ctx, db, k, func(context.Context, *sql.Tx) error {
+					t.Error("fn ran without the lock")
+					return nil
+				}, advisory.Timeout(50*time.Millisecond))
+				if !errors.Is(err, advisory.ErrLockTimeout) {
+					t.Fatalf("WithXactLock(Timeout) on a held key = %v; want ErrLockTimeout", err)
+				}
+				if code := pgSQLState(err); code != "55P03" {
+					t.Errorf("driver error SQLSTATE %q; want 55P03 reachable with errors.As", code)
+				}
+				// The next user of the same session sees no lock_timeout.
+				pgRequirePooledClean(t, tg.DB, db, pid)
+				if v := pgShow(t, db, "lock_timeout"); v != def {
+					t.Errorf("lock_timeout on the pooled session = %q; want the default %q", v, def)
+				}
+				if err := advisory.Unlock(ctx, holder, k); err != nil {
+					t.Fatal(err)
+				}
+			})
+
+			t.Run("Acquired", func(t *testing.T) {
+				k := keys.next()
+				ran := false
+				err := advisory.WithXactLock(ctx, db, k, func(ctx context.Context, tx *sql.Tx) error {
+					ran = true
+					pgRequireHolds(t, tg.DB, pgPID(t, tx), k, false)
+					// The bound covered the lock statement only.
+					if v := pgShow(t, tx, "lock_timeout"); v != def {
+						t.Errorf("lock_timeout inside fn = %q; want the default %q", v, def)
+					}
+					return nil
+				}, advisory.Timeout(time.Second))
+				if err != nil || !ran {
+					t.Fatalf("WithXactLock(Timeout) on a free key = %v (fn ran: %v); want nil", err, ran)
+				}
+				pgRequirePooledClean(t, tg.DB, db, pid)
+				if v := pgShow(t, db, "lock_timeout"); v != def {
+					t.Errorf("lock_timeout on the pooled session = %q; want the default %q", v, def)
+				}
+				pgRequireFree(t, tg.DB, k)
+			})
+		})
+
+		t.Run("ContextEndsWhileWaiting", func(t *testing.T) {
+			for _, want := range []error{context.Canceled, context.DeadlineExceeded} {
+				t.Run(pgCtxErrName(want), func(t *testing.T) {
+					k := keys.next()
+					holder := pgConn(t, tg.DB)
+					if err := advisory.Lock(ctx, holder, k); err != nil {
+						t.Fatal(err)
+					}
+					wctx, cancel := context.WithTimeout(ctx, pgWaitBeforeDeadline)
+					defer cancel()
+					done := make(chan error, 1)
+					go func() {
+						done <- advisory.WithXactLock(wctx, tg.DB, k, func(context.Context, *sql.Tx) error {
+							t.Error("fn ran without the lock")
+							return nil
+						})
+					}()
+					pid := pgWaiterOf(t, tg.DB, k)
+					if want == context.Canceled {
+						cancel()
+					}
+					if err := <-done; !errors.Is(err, want) {
+						t.Fatalf("WithXactLock with ctx ending while it waits = %v; want an error wrapping %v", err, want)
+					}
+					if err := advisory.Unlock(ctx, holder, k); err != nil {
+						t.Fatal(err)
+					}
+					err := pgPoll(5*time.Millisecond, func() (bool, error) {
+						locks, err := pgQueryLocksOfPID(ctx, tg.DB, pid)
+						return len(locks) == 0, err
+					})
+					if err != nil {
+						t.Fatalf("the waiter %d keeps advisory locks: %v", pid, err)
+					}
+				})
+			}
+		})
+	})
+}
+
+func TestWithSessionLockIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		keys := newPGKeys()
+
+		for _, tc := range []struct {
+			name   string
+			shared bool
+			fnErr  error
+		}{
+			{"ReleasesAfterFn", false, nil},
+			{"ReleasesAfterFnShared", true, nil},
+			{"ReleasesOnError", false, errScopedFn},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				k := keys.next()
+				db := pgOpenOne(t, tg)
+				var pid int
+				var opts []advisory.Option
+				if tc.shared {
+					opts = append(opts, advisory.Shared())
+				}
+				err := advisory.WithSessionLock(ctx, db, k, func(ctx context.Context, conn *sql.Conn) error {
+					pid = pgPID(t, conn)
+					pgRequireHolds(t, tg.DB, pid, k, tc.shared)
+					return tc.fnErr
+				}, opts...)
+				if !errors.Is(err, tc.fnErr) || (tc.fnErr == nil && err != nil) {
+					t.Fatalf("WithSessionLock = %v; want %v", err, tc.fnErr)
+				}
+				pgRequireFree(t, tg.DB, k)
+				// Released cleanly, so the session went back to the pool.
+				pgRequirePooledClean(t, tg.DB, db, pid)
+			})
+		}
+
+		t.Run("PanicClosesSession", func(t *testing.T) {
+			k := keys.next()
+			var pid int
+			p := func() (p any) {
+				defer func() { p = recover() }()
+				_ = advisory.WithSessionLock(ctx, tg.DB, k, func(ctx context.Context, conn *sql.Conn) error {
+					pid = pgPID(t, conn)
+					panic(errScopedFn)
+				})
+				return nil
+			}()
+			if p != errScopedFn {
+				t.Fatalf("recovered %v; want fn's panic to continue", p)
+			}
+			pgWaitGone(t, tg.DB, pid)
+			pgRequireFree(t, tg.DB, k)
+		})
+
+		t.Run("LockLost", func(t *testing.T) {
+			// fn releases the lock itself: the helper reports that fn may
+			// have run without it, and closes the session.
+			k := keys.next()
+			var pid int
+			err := advisory.WithSessionLock(ctx, tg.DB, k, func(ctx context.Context, conn *sql.Conn) error {
+				pid = pgPID(t, conn)
+				return advisory.Unlock(ctx, conn, k)
+			})
+			if !errors.Is(err, advisory.ErrLockLost) {
+				t.Fatalf("WithSessionLock whose fn unlocked = %v; want ErrLockLost", err)
+			}
+			pgWaitGone(t, tg.DB, pid)
+			pgRequireFree(t, tg.DB, k)
+		})
+
+		t.Run("Shared", func(t *testing.T) {
+			k := keys.nextPair()
+			err := advisory.WithSessionLock(ctx, tg.DB, k, func(ctx context.Context, conn *sql.Conn) error {
+				inner := advisory.WithSessionLock(ctx, tg.DB, k, func(context.Context, *sql.Conn) error { return nil }, advisory.Shared(), advisory.Try())
+				if inner != nil {
+					t.Errorf("shared WithSessionLock beside a shared one = %v; want nil", inner)
+				}
+				inner = advisory.WithSessionLock(ctx, tg.DB, k, func(context.Context, *sql.Conn) error {
+					t.Error("fn ran without the lock")
+					return nil
+				}, advisory.Try())
+				if !errors.Is(inner, advisory.ErrNotAcquired) {
+					t.Errorf("exclusive WithSessionLock beside a shared one = %v; want ErrNotAcquired", inner)
+				}
+				return nil
+			}, advisory.Shared())
+			if err != nil {
+				t.Fatal(err)
+			}
+			pgRequireFree(t, tg.DB, k)
+		})
+
+		t.Run("Try", func(t *testing.T) {
+			for _, shared := range []bool{false, true} {
+				t.Run(pgModeName(shared), func(t *testing.T) {
+					k := keys.next()
+					holder := pgConn(t, tg.DB)
+					if err := advisory.Lock(ctx, holder, k); err != nil {
+						t.Fatal(err)
+					}
+					db := pgOpenOne(t, tg)
+					pid := pgPID(t, db)
+					opts := []advisory.Option{advisory.Try()}
+					if shared {
+						opts = append(opts, advisory.Shared())
+					}
+					err := advisory.WithSessionLock(ctx, db, k, func(context.Context, *sql.Conn) error {
+						t.Error("fn ran without the lock")
+						return nil
+					}, opts...)
+					if !errors.Is(err, advisory.ErrNotAcquired) {
+						t.Fatalf("WithSessionLock(Try) on a held key = %v; want ErrNotAcquired", err)
+					}
+					pgRequirePooledClean(t, tg.DB, db, pid)
+					if err := advisory.Unlock(ctx, holder, k); err != nil {
+						t.Fatal(err)
+					}
+				})
+			}
+		})
+
+		t.Run("Timeout", func(t *testing.T) {
+			db := pgOpenOne(t, tg)
+			def := pgShow(t, db, "lock_timeout")
+
+			t.Run("Expires", func(t *testing.T) {
+				k := keys.next()
+				holder := pgConn(t, tg.DB)
+				if err := advisory.Lock(ctx, holder, k); err != nil {
+					t.Fatal(err)
+				}
+				pid := pgPID(t, db)
+				err := advisory.WithSessionLock(ctx, db, k, func(context.Context, *sql.Conn) error {
+					t.Error("fn ran without the lock")
+					return nil
+				}, advisory.Timeout(50*time.Millisecond))
+				if !errors.Is(err, advisory.ErrLockTimeout) {
+					t.Fatalf("WithSessionLock(Timeout) on a held key = %v; want ErrLockTimeout", err)
+				}
+				if code := pgSQLState(err); code != "55P03" {
+					t.Errorf("driver error SQLSTATE %q; want 55P03 reachable with errors.As", code)
+				}
+				// An acquire error leaves the session in doubt: it is
+				// closed, and the next user gets a new one, at the default.
+				pgWaitGone(t, tg.DB, pid)
+				if v := pgShow(t, db, "lock_timeout"); v != def {
+					t.Errorf("lock_timeout for the next user = %q; want the default %q", v, def)
+				}
+				if err := advisory.Unlock(ctx, holder, k); err != nil {
+					t.Fatal(err)
+				}
+			})
+
+			t.Run("Acquired", func(t *testing.T) {
+				k := keys.next()
+				pid := pgPID(t, db)
+				ran := false
+				err := advisory.WithSessionLock(ctx, db, k, func(ctx context.Context, conn *sql.Conn) error {
+					ran = true
+					if got := pgPID(t, conn); got != pid {
+						t.Errorf("fn runs on session %d; want the pool's %d", got, pid)
+					}
+					pgRequireHolds(t, tg.DB, pid, k, false)
+					// The bound ended with the lock statement.
+					if v := pgShow(t, conn, "lock_timeout"); v != def {
+						t.Errorf("lock_timeout inside fn = %q; want the default %q", v, def)
+					}
+					return nil
+				}, advisory.Timeout(time.Second))
+				if err != nil || !ran {
+					t.Fatalf("WithSessionLock(Timeout) on a free key = %v (fn ran: %v); want nil", err, ran)
+				}
+				pgRequirePooledClean(t, tg.DB, db, pid)
+				if v := pgShow(t, db, "lock_timeout"); v != def {
+					t.Errorf("lock_timeout on the pooled session = %q; want the default %q", v, def)
+				}
+				pgRequireFree(t, tg.DB, k)
+			})
+		})
+
+		t.Run("ContextEndsWhileWaiting", func(t *testing.T) {
+			for _, want := range []error{context.Canceled, context.DeadlineExceeded} {
+				t.Run(pgCtxErrName(want), func(t *testing.T) {
+					k := keys.next()
+					holder := pgConn(t, tg.DB)
+					if err := advisory.Lock(ctx, holder, k); err != nil {
+						t.Fatal(err)
+					}
+					wctx, cancel := context.WithTimeout(ctx, pgWaitBeforeDeadline)
+					defer cancel()
+					done := make(chan error, 1)
+					go func() {
+						done <- advisory.WithSessionLock(wctx, tg.DB, k, func(context.Context, *sql.Conn) error {
+							t.Error("fn ran without the lock")
+							return nil
+						})
+					}()
+					pid := pgWaiterOf(t, tg.DB, k)
+					if want == context.Canceled {
+						cancel()
+					}
+					if err := <-done; !errors.Is(err, want) {
+						t.Fatalf("WithSessionLock with ctx ending while it waits = %v; want an error wrapping %v", err, want)
+					}
+					if err := advisory.Unlock(ctx, holder, k); err != nil {
+						t.Fatal(err)
+					}
+					// An interrupted wait may have been granted: the
+					// session is closed.
+					pgWaitGone(t, tg.DB, pid)
+					pgRequireFree(t, tg.DB, k)
+				})
+			}
+		})
+	})
+}

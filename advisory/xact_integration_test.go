@@ -1,0 +1,234 @@
+package advisory_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+)
+
+// Integration tests of the transaction lock functions on *sql.Tx.
+
+// pgXactLockFunc takes key in tx and reports whether it did.
+type pgXactLockFunc struct {
+	name   string
+	shared bool
+	f      func(ctx context.Context, tx *sql.Tx, key advisory.Key) (bool, error)
+}
+
+// pgXactLockFuncs are every way to take a transaction lock on one key.
+var pgXactLockFuncs = []pgXactLockFunc{
+	{"XactLock", false, func(ctx context.Context, tx *sql.Tx, k advisory.Key) (bool, error) {
+		return true, advisory.XactLock(ctx, tx, k)
+	}},
+	{"XactLockShared", true, func(ctx context.Context, tx *sql.Tx, k advisory.Key) (bool, error) {
+		return true, advisory.XactLockShared(ctx, tx, k)
+	}},
+	{"TryXactLock", false, advisory.TryXactLock},
+	{"TryXactLockShared", true, advisory.TryXactLockShared},
+	{"XactLockKeys", false, func(ctx context.Context, tx *sql.Tx, k advisory.Key) (bool, error) {
+		return true, advisory.XactLockKeys(ctx, tx, k, k)
+	}},
+}
+
+func TestXactReleaseIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		keys := newPGKeys()
+		for _, end := range []string{"Commit", "Rollback"} {
+			for _, lf := range pgXactLockFuncs {
+				t.Run(end+"/"+lf.name, func(t *testing.T) {
+					k := keys.next()
+					other := pgConn(t, tg.DB)
+					tx, err := tg.DB.BeginTx(ctx, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer tx.Rollback()
+					pid := pgPID(t, tx)
+					if ok, err := lf.f(ctx, tx, k); err != nil || !ok {
+						t.Fatalf("%s on a free key = %v, %v; want true", lf.name, ok, err)
+					}
+					// Taking it again in the same transaction succeeds at once.
+					if ok, err := lf.f(ctx, tx, k); err != nil || !ok {
+						t.Fatalf("%s again in the same transaction = %v, %v; want true", lf.name, ok, err)
+					}
+					pgRequireHolds(t, tg.DB, pid, k, lf.shared)
+					if ok, err := advisory.TryLock(ctx, other, k); err != nil || ok {
+						t.Fatalf("another session's TryLock during the transaction = %v, %v; want false", ok, err)
+					}
+
+					if end == "Commit" {
+						err = tx.Commit()
+					} else {
+						err = tx.Rollback()
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					// Released with the transaction; the session lives on.
+					pgRequireFree(t, tg.DB, k)
+					if ok, err := advisory.TryLock(ctx, other, k); err != nil || !ok {
+						t.Fatalf("another session's TryLock after %s = %v, %v; want true", end, ok, err)
+					}
+					if err := advisory.Unlock(ctx, other, k); err != nil {
+						t.Fatal(err)
+					}
+				})
+			}
+		}
+	})
+}
+
+func TestXactLockKeysIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		keys := newPGKeys()
+		a, b, c := keys.next(), keys.nextPair(), keys.next()
+		tx, err := tg.DB.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		pid := pgPID(t, tx)
+		if err := advisory.XactLockKeys(ctx, tx, b, c, a, b); err != nil {
+			t.Fatal(err)
+		}
+		locks := pgLocksOfPID(t, tg.DB, pid)
+		if len(locks) != 3 {
+			t.Fatalf("pg_locks shows %v; want %s, %s and %s", locks, a, b, c)
+		}
+		for _, k := range []advisory.Key{a, b, c} {
+			pgRequireHolds(t, tg.DB, pid, k, false)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		pgRequireNoLocks(t, tg.DB, pid)
+	})
+}
+
+func TestXactLockKeysNoDeadlockIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		keys := newPGKeys()
+		a, b, p, q := keys.next(), keys.next(), keys.nextPair(), keys.nextPair()
+		sets := [2][]advisory.Key{{a, b, p, q}, {q, p, b, a}}
+		rounds := 200
+		if testing.Short() {
+			rounds = 20
+		}
+		var inside atomic.Int32
+		var wg sync.WaitGroup
+		errs := make(chan error, 2)
+		for i := range 2 {
+			wg.Go(func() {
+				for range rounds {
+					err := func() error {
+						tx, err := tg.DB.BeginTx(ctx, nil)
+						if err != nil {
+							return err
+						}
+						defer tx.Rollback()
+						// A deadlock, if there were one, is found at once.
+						if _, err := tx.ExecContext(ctx, "SET LOCAL deadlock_timeout = '50ms'"); err != nil {
+							return err
+						}
+						if err := advisory.XactLockKeys(ctx, tx, sets[i]...); err != nil {
+							return fmt.Errorf("XactLockKeys(%v): %w", sets[i], err)
+						}
+						if n := inside.Add(1); n != 1 {
+							return fmt.Errorf("%d transactions hold the same exclusive keys", n)
+						}
+						inside.Add(-1)
+						return tx.Commit()
+					}()
+					if err != nil {
+						errs <- fmt.Errorf("transaction %d: %w", i, err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if errors.Is(err, advisory.ErrDeadlock) {
+				t.Errorf("deadlock taking the same keys in another order: %v", err)
+				continue
+			}
+			t.Error(err)
+		}
+		for _, k := range []advisory.Key{a, b, p, q} {
+			pgRequireFree(t, tg.DB, k)
+		}
+	})
+}
+
+func TestXactLockCancelIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		keys := newPGKeys()
+		for _, tc := range []struct {
+			name string
+			want error
+		}{
+			{"Canceled", context.Canceled},
+			{"DeadlineExceeded", context.DeadlineExceeded},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				k := keys.next()
+				holder := pgConn(t, tg.DB)
+				if err := advisory.Lock(context.Background(), holder, k); err != nil {
+					t.Fatal(err)
+				}
+				tx, err := tg.DB.BeginTx(context.Background(), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tx.Rollback()
+				pid := pgPID(t, tx)
+
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				if tc.want == context.DeadlineExceeded {
+					ctx, cancel = context.WithTimeout(context.Background(), pgWaitBeforeDeadline)
+					defer cancel()
+				}
+				done := make(chan error, 1)
+				go func() { done <- advisory.XactLock(ctx, tx, k) }()
+				if tc.want == context.Canceled {
+					pgWaitWaiting(t, tg.DB, pid, k)
+					cancel()
+				}
+				err = <-done
+				if !errors.Is(err, tc.want) {
+					t.Fatalf("XactLock with ctx ending while it waits = %v; want an error wrapping %v", err, tc.want)
+				}
+				_ = tx.Rollback()
+				if err := advisory.Unlock(context.Background(), holder, k); err != nil {
+					t.Fatal(err)
+				}
+				// Whatever the driver did with the session, it ends up
+				// holding nothing.
+				err = pgPoll(5*time.Millisecond, func() (bool, error) {
+					locks, err := pgQueryLocksOfPID(context.Background(), tg.DB, pid)
+					return len(locks) == 0, err
+				})
+				if err != nil {
+					t.Fatalf("backend %d keeps advisory locks after the rollback: %v", pid, err)
+				}
+			})
+		}
+	})
+}
