@@ -17,6 +17,11 @@
 //		return nil // another process is on it
 //	}
 //
+// [WithXactLockTx] and [WithSessionLockConn] do the same for a transaction
+// or connection the caller already has, such as one from another library's
+// wrapper of *sql.DB. [CommitEarly] lets fn commit before it returns, to
+// answer a client only once its work is committed.
+//
 // # Session and transaction locks
 //
 // A transaction lock belongs to a *sql.Tx and ends with it, at COMMIT or
@@ -24,16 +29,27 @@
 // their shared forms take one. They work through any pool, PgBouncer's
 // transaction mode included.
 //
-// A session lock belongs to the session behind a *sql.Conn and lasts until
-// it is unlocked or the session ends, across transactions. [Lock],
-// [TryLock], [Unlock] and their shared forms take and release one. No
-// function takes a *sql.DB: with a pool, the lock and the unlock could run
-// on two different sessions. Closing a *sql.Conn returns its session to the
-// pool with its locks, so an unreleased session lock would stay behind for
-// the next user of that connection. This package never lets that happen:
-// whenever it cannot be sure what a session holds, after an interrupted
-// wait or a failed release, it closes the session instead, and the server
-// releases everything the session held.
+// A session lock belongs to the session behind a *sql.Conn, since every
+// query on one Conn runs in one session, and lasts until it is unlocked or
+// the session ends, across transactions. [Lock], [TryLock], [Unlock] and
+// their shared forms take and release one. No function takes a *sql.DB:
+// with a pool, the lock and the unlock could run on two different
+// sessions.
+//
+// # No ghost locks
+//
+// Closing a *sql.Conn returns its session to the pool with its locks, so an
+// unreleased session lock would stay behind for the next user of that
+// connection. This package never lets that happen. Whenever an operation
+// on a session ends in doubt, the session is closed instead of trusted:
+// after an acquire that failed (a lock can be granted in the same instant
+// that a cancel or a timeout fails the call), an acquire that succeeded
+// only as the caller's context ended, a release that failed or found the
+// key not held, a multi-key statement that failed partway, or a panic in a
+// scoped helper's fn. The session is closed through (*sql.Conn).Raw
+// returning driver.ErrBadConn, the one way to make database/sql discard a
+// connection; conn then reports [sql.ErrConnDone], and the server releases
+// everything the session held.
 //
 // # Keys
 //
@@ -47,10 +63,6 @@
 // is the same lock as SELECT pg_advisory_lock(100, hashtext('sync_inventory')).
 // Use the first half as a namespace for each part of a system, so that two
 // modules cannot collide by picking the same number.
-//
-// [WithXactLockTx] and [WithSessionLockConn] do the same for a transaction
-// or connection the caller already has, such as one from another library's
-// wrapper of *sql.DB.
 //
 // # Namespaces and inspection
 //

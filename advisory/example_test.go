@@ -55,8 +55,8 @@ func ExampleWithXactLock() {
 // one step at a time; other callers wait up to five seconds.
 func ExampleWithSessionLock() {
 	db := exampleDB(func(m sqlmock.Sqlmock) {
-		m.ExpectExec("SET LOCAL lock_timeout = 5000; SELECT pg_advisory_lock(1,1)").WillReturnResult(sqlmock.NewResult(0, 0))
-		m.ExpectExec("SELECT 1 WHERE pg_advisory_unlock(1,1)").WillReturnResult(sqlmock.NewResult(0, 1))
+		m.ExpectExec(timeoutSQL("pg_advisory_lock(1,1)", 5000)).WillReturnResult(sqlmock.NewResult(0, 1))
+		m.ExpectExec(releaseSQL("pg_advisory_unlock(1,1)")).WillReturnResult(sqlmock.NewResult(0, 1))
 	})
 	defer db.Close()
 

@@ -1,6 +1,7 @@
 package advisory
 
 import (
+	"context"
 	"database/sql"
 
 	"github.com/pgadvisory/pgadvisory/internal/hook"
@@ -18,6 +19,14 @@ func init() {
 		return o.txOpts, nil
 	}
 	hook.Fail = fail
+	hook.OwnedSessionScope = func(ctx context.Context, conn *sql.Conn, k any, fn func(context.Context, *sql.Conn) error, v any) error {
+		o, err := newOptions(v.([]Option))
+		if err != nil {
+			_ = conn.Close()
+			return err
+		}
+		return withSessionLockConn(ctx, conn, k.(Key), fn, o, true)
+	}
 	hook.ScopeSQL = func(v any, xact bool, k any) (hook.Scope, error) {
 		o, err := newOptions(v.([]Option))
 		if err != nil {
@@ -25,6 +34,11 @@ func init() {
 		}
 		key := k.(Key)
 		_, lock := o.lockStatement(xact, key)
-		return hook.Scope{Lock: lock, Unlock: sqltext.Unlock(o.shared, key.sqlArg()), Try: o.try}, nil
+		return hook.Scope{
+			Lock:    lock,
+			Unlock:  sqltext.Unlock(o.shared, key.sql()),
+			Release: sqltext.Release(o.shared, key.sql()),
+			Try:     o.try,
+		}, nil
 	}
 }

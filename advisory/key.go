@@ -90,13 +90,25 @@ func (k Key) Compare(o Key) int {
 	return cmp.Compare(uint32(k.lo), uint32(o.lo))
 }
 
-// sqlArg renders the key as the argument list of a lock function.
-func (k Key) sqlArg() string {
-	if k.pair {
-		return sqltext.PairArg(k.hi, k.lo)
-	}
+// sql returns the key as a statement needs it.
+func (k Key) sql() sqltext.Key {
 	v, _ := k.Int64()
-	return sqltext.Int64Arg(v)
+	return sqltext.Key{Pair: k.pair, Bigint: v, A: k.hi, B: k.lo}
+}
+
+// MarshalText returns [Key.String], so that a key reads and writes as text
+// in JSON, configuration files and flags.
+func (k Key) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText reads a key written by [Key.MarshalText], as [ParseKey]
+// does.
+func (k *Key) UnmarshalText(text []byte) error {
+	v, err := ParseKey(string(text))
+	if err != nil {
+		return err
+	}
+	*k = v
+	return nil
 }
 
 // ErrBadKey is returned, wrapped, by [ParseKey] for a string that is not a
@@ -148,11 +160,11 @@ func keyList(keys []Key) string {
 	return "[" + strings.Join(parts, " ") + "]"
 }
 
-// sqlArgs renders every key as an argument list.
-func sqlArgs(keys []Key) []string {
-	args := make([]string, len(keys))
+// sqlKeys returns every key as a statement needs it.
+func sqlKeys(keys []Key) []sqltext.Key {
+	out := make([]sqltext.Key, len(keys))
 	for i, k := range keys {
-		args[i] = k.sqlArg()
+		out[i] = k.sql()
 	}
-	return args
+	return out
 }

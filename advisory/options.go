@@ -29,9 +29,9 @@ func Try() Option { return func(o *options) { o.try = true } }
 
 // Timeout bounds the wait for the lock to d, enforced by the server with
 // lock_timeout; a wait that runs out returns an error matching
-// [ErrLockTimeout]. It costs no extra round trip, and the setting ends with
-// the statement that takes the lock: no later statement, in fn or on the
-// pooled session, sees it. d must be positive; it is rounded up to whole
+// [ErrLockTimeout]. It costs no extra round trip: the statement that takes
+// the lock sets the bound and puts the previous setting back, so no later
+// statement, in fn or on the pooled session, sees it. d must be positive; it is rounded up to whole
 // milliseconds. ctx can still end the wait sooner.
 func Timeout(d time.Duration) Option {
 	return func(o *options) { o.bounded, o.timeout = true, d }
@@ -85,12 +85,11 @@ func (o *options) lockStatement(xact bool, key Key) (op, stmt string) {
 	if o.shared {
 		op += " shared"
 	}
-	if o.try {
-		return op, sqltext.TryLock(xact, o.shared, key.sqlArg())
+	switch {
+	case o.try:
+		return op, sqltext.TryLock(xact, o.shared, key.sql())
+	case o.bounded:
+		return op, sqltext.LockTimeout(xact, o.shared, key.sql(), o.timeoutMillis())
 	}
-	stmt = sqltext.Lock(xact, o.shared, key.sqlArg())
-	if o.bounded {
-		stmt = sqltext.LockTimeout(stmt, o.timeoutMillis(), xact)
-	}
-	return op, stmt
+	return op, sqltext.Lock(xact, o.shared, key.sql())
 }

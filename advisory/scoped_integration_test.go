@@ -36,26 +36,6 @@ func pgCount(t *testing.T, db *sql.DB, table string, v int) int {
 	return n
 }
 
-// pgWaiterOf returns the pid of the session that waits for key.
-func pgWaiterOf(t *testing.T, db *sql.DB, key advisory.Key) int {
-	t.Helper()
-	var pid int
-	err := pgPoll(200*time.Microsecond, func() (bool, error) {
-		locks, err := pgQueryLocksOfKey(context.Background(), db, key)
-		for _, l := range locks {
-			if !l.granted {
-				pid = l.pid
-				return true, nil
-			}
-		}
-		return false, err
-	})
-	if err != nil {
-		t.Fatalf("nobody waits for %s: %v", key, err)
-	}
-	return pid
-}
-
 // pgModeName names a subtest for a lock mode.
 func pgModeName(shared bool) string {
 	if shared {
@@ -163,10 +143,15 @@ func TestWithXactLockIntegration(t *testing.T) {
 				if _, err := tx.ExecContext(ctx, "INSERT INTO "+table+" VALUES (4)"); err != nil {
 					return err
 				}
-				return tx.Commit()
+				if err := advisory.CommitEarly(ctx); err != nil {
+					return err
+				}
+				// Committed, so the lock is already free while fn runs on.
+				pgRequireFree(t, tg.DB, k)
+				return nil
 			})
 			if err != nil {
-				t.Fatalf("WithXactLock whose fn committed = %v; want nil", err)
+				t.Fatalf("WithXactLock whose fn committed early = %v; want nil", err)
 			}
 			if n := pgCount(t, tg.DB, table, 4); n != 1 {
 				t.Fatalf("%d rows after fn committed; want 1", n)
@@ -304,32 +289,31 @@ func TestWithXactLockIntegration(t *testing.T) {
 					if err := advisory.Lock(ctx, holder, k); err != nil {
 						t.Fatal(err)
 					}
-					wctx, cancel := context.WithTimeout(ctx, pgWaitBeforeDeadline)
-					defer cancel()
-					done := make(chan error, 1)
-					go func() {
-						done <- advisory.WithXactLock(wctx, tg.DB, k, func(context.Context, *sql.Tx) error {
+					// One warm session, whose pid is known before the wait.
+					db := pgOpenOne(t, tg)
+					pid := pgPID(t, db)
+					waited, err := pgEndWhileWaiting(t, tg.DB, pid, k, want, func(wctx context.Context) error {
+						return advisory.WithXactLock(wctx, db, k, func(context.Context, *sql.Tx) error {
 							t.Error("fn ran without the lock")
 							return nil
 						})
-					}()
-					pid := pgWaiterOf(t, tg.DB, k)
-					if want == context.Canceled {
-						cancel()
-					}
-					if err := <-done; !errors.Is(err, want) {
+					})
+					if !errors.Is(err, want) {
 						t.Fatalf("WithXactLock with ctx ending while it waits = %v; want an error wrapping %v", err, want)
 					}
 					if err := advisory.Unlock(ctx, holder, k); err != nil {
 						t.Fatal(err)
 					}
-					err := pgPoll(5*time.Millisecond, func() (bool, error) {
+					// Whatever became of the waiter's session, it holds
+					// nothing, and the key is free.
+					err = pgPoll(5*time.Millisecond, func() (bool, error) {
 						locks, err := pgQueryLocksOfPID(ctx, tg.DB, pid)
 						return len(locks) == 0, err
 					})
 					if err != nil {
-						t.Fatalf("the waiter %d keeps advisory locks: %v", pid, err)
+						t.Fatalf("the waiter %d (seen waiting: %v) keeps advisory locks: %v", pid, waited, err)
 					}
+					pgAwaitFree(t, tg.DB, k)
 				})
 			}
 		})
@@ -525,29 +509,27 @@ func TestWithSessionLockIntegration(t *testing.T) {
 					if err := advisory.Lock(ctx, holder, k); err != nil {
 						t.Fatal(err)
 					}
-					wctx, cancel := context.WithTimeout(ctx, pgWaitBeforeDeadline)
-					defer cancel()
-					done := make(chan error, 1)
-					go func() {
-						done <- advisory.WithSessionLock(wctx, tg.DB, k, func(context.Context, *sql.Conn) error {
+					// One warm session, whose pid is known before the wait.
+					db := pgOpenOne(t, tg)
+					pid := pgPID(t, db)
+					waited, err := pgEndWhileWaiting(t, tg.DB, pid, k, want, func(wctx context.Context) error {
+						return advisory.WithSessionLock(wctx, db, k, func(context.Context, *sql.Conn) error {
 							t.Error("fn ran without the lock")
 							return nil
 						})
-					}()
-					pid := pgWaiterOf(t, tg.DB, k)
-					if want == context.Canceled {
-						cancel()
-					}
-					if err := <-done; !errors.Is(err, want) {
+					})
+					if !errors.Is(err, want) {
 						t.Fatalf("WithSessionLock with ctx ending while it waits = %v; want an error wrapping %v", err, want)
 					}
 					if err := advisory.Unlock(ctx, holder, k); err != nil {
 						t.Fatal(err)
 					}
-					// An interrupted wait may have been granted: the
-					// session is closed.
-					pgWaitGone(t, tg.DB, pid)
-					pgRequireFree(t, tg.DB, k)
+					if waited {
+						// An interrupted wait may have been granted: the
+						// session is closed.
+						pgWaitGone(t, tg.DB, pid)
+					}
+					pgAwaitFree(t, tg.DB, k)
 				})
 			}
 		})

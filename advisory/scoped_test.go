@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,10 +35,10 @@ func TestWithXactLock(t *testing.T) {
 		{name: "TryShared", opts: []advisory.Option{advisory.Try(), advisory.Shared()},
 			lockSQL: "SELECT 1 WHERE pg_try_advisory_xact_lock_shared(42)", affected: 1, commit: true, fnCalled: true},
 		{name: "Timeout", opts: []advisory.Option{advisory.Timeout(1500 * time.Microsecond)},
-			lockSQL:  "SET LOCAL lock_timeout = 2; SELECT pg_advisory_xact_lock(42); SET LOCAL lock_timeout TO DEFAULT",
-			affected: 0, commit: true, fnCalled: true},
+			lockSQL:  timeoutSQL("pg_advisory_xact_lock(42)", 2),
+			affected: 1, commit: true, fnCalled: true},
 		{name: "TimeoutExpires", opts: []advisory.Option{advisory.Timeout(time.Second)},
-			lockSQL: "SET LOCAL lock_timeout = 1000; SELECT pg_advisory_xact_lock(42); SET LOCAL lock_timeout TO DEFAULT",
+			lockSQL: timeoutSQL("pg_advisory_xact_lock(42)", 1000),
 			lockErr: &sqlState{"55P03", "canceling statement due to lock timeout"}, wantErr: advisory.ErrLockTimeout},
 		{name: "FnFails", lockSQL: "SELECT pg_advisory_xact_lock(42)", affected: 1, fnErr: errWork,
 			wantErr: errWork, fnCalled: true},
@@ -112,17 +113,90 @@ func TestWithXactLockCommitFails(t *testing.T) {
 	}
 }
 
-func TestWithXactLockFnEndsTx(t *testing.T) {
+func TestWithXactLockCommitEarly(t *testing.T) {
 	t.Parallel()
+	t.Run("Commits", func(t *testing.T) {
+		t.Parallel()
+		db, m := newMock(t)
+		m.ExpectBegin()
+		m.ExpectExec("SELECT pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
+		m.ExpectCommit()
+		err := advisory.WithXactLock(context.Background(), db, k42, func(ctx context.Context, _ *sql.Tx) error {
+			if err := advisory.CommitEarly(ctx); err != nil {
+				return err
+			}
+			return advisory.CommitEarly(ctx) // a second call returns the first result
+		})
+		if err != nil {
+			t.Fatalf("fn committed early: %v", err)
+		}
+	})
+	t.Run("CommitFails", func(t *testing.T) {
+		t.Parallel()
+		db, m := newMock(t)
+		m.ExpectBegin()
+		m.ExpectExec("SELECT pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
+		commitErr := &sqlState{"40001", "could not serialize access"}
+		m.ExpectCommit().WillReturnError(commitErr)
+		var early error
+		err := advisory.WithXactLock(context.Background(), db, k42, func(ctx context.Context, _ *sql.Tx) error {
+			early = advisory.CommitEarly(ctx)
+			return nil
+		})
+		if !errors.Is(early, commitErr) || !errors.Is(err, commitErr) {
+			t.Fatalf("CommitEarly = %v, WithXactLock = %v; both should report the commit failure", early, err)
+		}
+	})
+	t.Run("OutsideAScope", func(t *testing.T) {
+		t.Parallel()
+		if err := advisory.CommitEarly(context.Background()); err == nil {
+			t.Fatal("CommitEarly outside WithXactLock succeeded")
+		}
+	})
+}
+
+// TestWithXactLockNeverGuessesTheOutcome checks that a transaction fn ended
+// behind WithXactLock's back is reported, not taken for a commit.
+func TestWithXactLockNeverGuessesTheOutcome(t *testing.T) {
+	t.Parallel()
+	for name, end := range map[string]func(*sql.Tx) error{
+		"RolledBack": (*sql.Tx).Rollback,
+		"Committed":  (*sql.Tx).Commit,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db, m := newMock(t)
+			m.ExpectBegin()
+			m.ExpectExec("SELECT pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
+			if name == "RolledBack" {
+				m.ExpectRollback()
+			} else {
+				m.ExpectCommit()
+			}
+			err := advisory.WithXactLock(context.Background(), db, k42, func(_ context.Context, tx *sql.Tx) error {
+				return end(tx)
+			})
+			if !errors.Is(err, sql.ErrTxDone) {
+				t.Fatalf("got %v, want an error matching sql.ErrTxDone", err)
+			}
+		})
+	}
+}
+
+func TestScopedReturnFnErrorItself(t *testing.T) {
+	t.Parallel()
+	errWork := errors.New("work failed")
 	db, m := newMock(t)
 	m.ExpectBegin()
 	m.ExpectExec("SELECT pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
-	m.ExpectCommit()
-	err := advisory.WithXactLock(context.Background(), db, k42, func(_ context.Context, tx *sql.Tx) error {
-		return tx.Commit() // for example, to commit before answering a client
-	})
-	if err != nil {
-		t.Fatalf("fn committed itself: %v", err)
+	m.ExpectRollback()
+	m.ExpectExec("SELECT pg_advisory_lock(42)").WillReturnResult(rows(1))
+	m.ExpectExec(releaseSQL("pg_advisory_unlock(42)")).WillReturnResult(rows(1))
+	if err := advisory.WithXactLock(context.Background(), db, k42, func(context.Context, *sql.Tx) error { return errWork }); err != errWork {
+		t.Errorf("WithXactLock returned %#v, want fn's error itself", err)
+	}
+	if err := advisory.WithSessionLock(context.Background(), db, k42, func(context.Context, *sql.Conn) error { return errWork }); err != errWork {
+		t.Errorf("WithSessionLock returned %#v, want fn's error itself", err)
 	}
 }
 
@@ -143,23 +217,23 @@ func TestWithSessionLock(t *testing.T) {
 		lockFailed error
 	}{
 		{name: "Wait", lockSQL: "SELECT pg_advisory_lock(42)", affected: 1,
-			unlockSQL: "SELECT 1 WHERE pg_advisory_unlock(42)", released: 1, fnCalled: true},
+			unlockSQL: releaseSQL("pg_advisory_unlock(42)"), released: 1, fnCalled: true},
 		{name: "TryShared", opts: []advisory.Option{advisory.Try(), advisory.Shared()},
 			lockSQL: "SELECT 1 WHERE pg_try_advisory_lock_shared(42)", affected: 1,
-			unlockSQL: "SELECT 1 WHERE pg_advisory_unlock_shared(42)", released: 1, fnCalled: true},
+			unlockSQL: releaseSQL("pg_advisory_unlock_shared(42)"), released: 1, fnCalled: true},
 		{name: "TryBusy", opts: []advisory.Option{advisory.Try()},
 			lockSQL: "SELECT 1 WHERE pg_try_advisory_lock(42)", affected: 0, wantErr: advisory.ErrNotAcquired},
 		{name: "Timeout", opts: []advisory.Option{advisory.Timeout(250 * time.Millisecond)},
-			lockSQL: "SET LOCAL lock_timeout = 250; SELECT pg_advisory_lock(42)", affected: 0,
-			unlockSQL: "SELECT 1 WHERE pg_advisory_unlock(42)", released: 1, fnCalled: true},
+			lockSQL: timeoutSQL("pg_advisory_lock(42)", 250), affected: 1,
+			unlockSQL: releaseSQL("pg_advisory_unlock(42)"), released: 1, fnCalled: true},
 		{name: "TimeoutExpires", opts: []advisory.Option{advisory.Timeout(time.Second)},
-			lockSQL:    "SET LOCAL lock_timeout = 1000; SELECT pg_advisory_lock(42)",
+			lockSQL:    timeoutSQL("pg_advisory_lock(42)", 1000),
 			lockFailed: &sqlState{"55P03", "canceling statement due to lock timeout"},
 			wantErr:    advisory.ErrLockTimeout, discarded: true},
 		{name: "FnFails", lockSQL: "SELECT pg_advisory_lock(42)", affected: 1, fnErr: errWork,
-			unlockSQL: "SELECT 1 WHERE pg_advisory_unlock(42)", released: 1, fnCalled: true, wantErr: errWork},
+			unlockSQL: releaseSQL("pg_advisory_unlock(42)"), released: 1, fnCalled: true, wantErr: errWork},
 		{name: "LockLost", lockSQL: "SELECT pg_advisory_lock(42)", affected: 1,
-			unlockSQL: "SELECT 1 WHERE pg_advisory_unlock(42)", released: 0, fnCalled: true,
+			unlockSQL: releaseSQL("pg_advisory_unlock(42)"), released: 0, fnCalled: true,
 			wantErr: advisory.ErrLockLost, discarded: true},
 	}
 	for _, tt := range tests {
@@ -216,16 +290,17 @@ func TestWithSessionLockPanicDiscards(t *testing.T) {
 			panic("boom")
 		})
 	}()
-	if n := db.Stats().OpenConnections; n != 0 {
-		t.Fatalf("%d connections open after a panic; want the session discarded", n)
+	// The session is discarded beside the panic, not before it goes on.
+	for db.Stats().OpenConnections != 0 {
+		time.Sleep(time.Millisecond)
 	}
 }
 
-func TestWithSessionLockReleasesAfterCancel(t *testing.T) {
+func TestWithSessionLockDiscardsWhenContextEndsDuringFn(t *testing.T) {
 	t.Parallel()
 	db, m := newMock(t)
 	m.ExpectExec("SELECT pg_advisory_lock(42)").WillReturnResult(rows(1))
-	m.ExpectExec("SELECT 1 WHERE pg_advisory_unlock(42)").WillReturnResult(rows(1))
+	m.ExpectClose() // no unlock: closing the session releases the lock for certain
 	ctx, cancel := context.WithCancel(context.Background())
 	err := advisory.WithSessionLock(ctx, db, k42, func(ctx context.Context, _ *sql.Conn) error {
 		cancel()
@@ -234,8 +309,43 @@ func TestWithSessionLockReleasesAfterCancel(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want fn's context.Canceled", err)
 	}
-	if n := db.Stats().OpenConnections; n != 1 {
-		t.Fatalf("%d connections open; the released session should be pooled", n)
+	if n := db.Stats().OpenConnections; n != 0 {
+		t.Fatalf("%d connections open; the session should have been discarded", n)
+	}
+}
+
+// TestWithSessionLockPanicWithOpenTx checks that a panic in fn propagates
+// even when fn left a transaction open on conn, which makes closing the
+// connection wait until that transaction ends.
+func TestWithSessionLockPanicWithOpenTx(t *testing.T) {
+	t.Parallel()
+	db, m := newMock(t)
+	m.ExpectExec("SELECT pg_advisory_lock(42)").WillReturnResult(rows(1))
+	m.ExpectBegin()
+	m.ExpectRollback()
+	m.ExpectClose()
+	var tx *sql.Tx
+	func() {
+		defer func() {
+			if p := recover(); p != "boom" {
+				t.Fatalf("recovered %v, want the original panic", p)
+			}
+		}()
+		_ = advisory.WithSessionLock(context.Background(), db, k42, func(ctx context.Context, conn *sql.Conn) error {
+			var err error
+			if tx, err = conn.BeginTx(ctx, nil); err != nil {
+				return err
+			}
+			panic("boom")
+		})
+	}()
+	// The panic arrived although the transaction is still open; ending it
+	// lets the session be discarded.
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	for db.Stats().OpenConnections != 0 {
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -277,7 +387,7 @@ func TestWithXactLockTx(t *testing.T) {
 		m.ExpectExec("SELECT 1 WHERE pg_try_advisory_xact_lock(42)").WillReturnResult(rows(1))
 		m.ExpectCommit()
 		called := false
-		err := advisory.WithXactLockTx(context.Background(), tx, k42, func(context.Context) error {
+		err := advisory.WithXactLockTx(context.Background(), tx, k42, func(context.Context, *sql.Tx) error {
 			called = true
 			return nil
 		}, advisory.Try())
@@ -289,7 +399,7 @@ func TestWithXactLockTx(t *testing.T) {
 		t.Parallel()
 		tx, m := mockTx(t)
 		m.ExpectRollback()
-		err := advisory.WithXactLockTx(context.Background(), tx, k42, func(context.Context) error { return nil },
+		err := advisory.WithXactLockTx(context.Background(), tx, k42, func(context.Context, *sql.Tx) error { return nil },
 			advisory.Timeout(-1))
 		if err == nil {
 			t.Fatal("want an error for a negative timeout")
@@ -308,7 +418,7 @@ func TestWithXactLockTx(t *testing.T) {
 	})
 	t.Run("NilTx", func(t *testing.T) {
 		t.Parallel()
-		if err := advisory.WithXactLockTx(context.Background(), nil, k42, func(context.Context) error { return nil }); err == nil {
+		if err := advisory.WithXactLockTx(context.Background(), nil, k42, func(context.Context, *sql.Tx) error { return nil }); err == nil {
 			t.Fatal("want an error for a nil tx")
 		}
 	})
@@ -321,7 +431,7 @@ func TestWithSessionLockConn(t *testing.T) {
 		conn, m := mockConn(t)
 		m.ExpectExec("SELECT pg_advisory_lock_shared(42)").WillReturnResult(rows(1))
 		m.ExpectExec("SELECT 1 WHERE pg_advisory_unlock_shared(42)").WillReturnResult(rows(1))
-		err := advisory.WithSessionLockConn(context.Background(), conn, k42, func(context.Context) error { return nil },
+		err := advisory.WithSessionLockConn(context.Background(), conn, k42, func(context.Context, *sql.Conn) error { return nil },
 			advisory.Shared())
 		if err != nil {
 			t.Fatal(err)
@@ -336,7 +446,7 @@ func TestWithSessionLockConn(t *testing.T) {
 		m.ExpectExec("SELECT pg_advisory_lock(42)").WillReturnResult(rows(1))
 		m.ExpectExec("SELECT 1 WHERE pg_advisory_unlock(42)").WillReturnResult(rows(0))
 		m.ExpectClose()
-		err := advisory.WithSessionLockConn(context.Background(), conn, k42, func(context.Context) error { return nil })
+		err := advisory.WithSessionLockConn(context.Background(), conn, k42, func(context.Context, *sql.Conn) error { return nil })
 		if !errors.Is(err, advisory.ErrLockLost) {
 			t.Fatalf("got %v, want ErrLockLost", err)
 		}
@@ -348,9 +458,9 @@ func TestWithSessionLockConn(t *testing.T) {
 		t.Parallel()
 		conn, _ := mockConn(t)
 		for _, err := range []error{
-			advisory.WithSessionLockConn(context.Background(), nil, k42, func(context.Context) error { return nil }),
+			advisory.WithSessionLockConn(context.Background(), nil, k42, func(context.Context, *sql.Conn) error { return nil }),
 			advisory.WithSessionLockConn(context.Background(), conn, k42, nil),
-			advisory.WithSessionLockConn(context.Background(), conn, k42, func(context.Context) error { return nil },
+			advisory.WithSessionLockConn(context.Background(), conn, k42, func(context.Context, *sql.Conn) error { return nil },
 				advisory.Try(), advisory.Timeout(time.Second)),
 		} {
 			if err == nil {
@@ -358,4 +468,17 @@ func TestWithSessionLockConn(t *testing.T) {
 			}
 		}
 	})
+}
+
+// timeoutSQL is the statement that waits for lock, a lock function call,
+// for at most ms milliseconds.
+func timeoutSQL(lock string, ms int) string {
+	return "SELECT set_config('lock_timeout', t.prev, true) FROM (SELECT current_setting('lock_timeout') AS prev, " +
+		"set_config('lock_timeout', '" + strconv.Itoa(ms) + "', true), " + lock + " OFFSET 0) AS t"
+}
+
+// releaseSQL is the statement that ends a session scope on a connection
+// it owns: unlock, a function call, then every other session lock.
+func releaseSQL(unlock string) string {
+	return "SELECT 1 WHERE CASE WHEN " + unlock + " THEN pg_advisory_unlock_all() IS NOT NULL ELSE false END"
 }

@@ -7,19 +7,6 @@ import (
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 )
 
-// Session locks belong to the session behind a *sql.Conn: every query on
-// one Conn runs in one session, which a pooled *sql.DB cannot promise. A
-// session lock is held until it is unlocked or the session ends; it
-// outlives transactions, and it outlives conn.Close, which returns the
-// session to the pool with its locks. Prefer [WithSessionLock], which
-// releases for you.
-//
-// Whenever an operation ends in doubt, with an error or with the caller's
-// context done, the functions below close the session instead of trusting
-// it: a lock can be granted in the same instant that a cancel or a timeout
-// fails the call. After that, conn reports [sql.ErrConnDone] and the server
-// has released everything the session held.
-
 // Lock waits until it holds an exclusive session lock on key. The lock is
 // held until [Unlock], [UnlockAll], or the end of the session. Locks stack:
 // locking a key twice takes two unlocks.
@@ -27,7 +14,7 @@ import (
 // If ctx ends the wait, Lock returns an error wrapping ctx.Err() and closes
 // the session, since the lock may have been granted as the wait ended.
 func Lock(ctx context.Context, conn *sql.Conn, key Key) error {
-	_, err := acquire(ctx, conn, "lock", key.String(), sqltext.Lock(false, false, key.sqlArg()))
+	_, err := acquire(ctx, conn, "lock", key.String(), sqltext.Lock(false, false, key.sql()))
 	return err
 }
 
@@ -36,7 +23,7 @@ func Lock(ctx context.Context, conn *sql.Conn, key Key) error {
 // lock is held until [UnlockShared], [UnlockAll], or the end of the
 // session. On error it behaves as [Lock] does.
 func LockShared(ctx context.Context, conn *sql.Conn, key Key) error {
-	_, err := acquire(ctx, conn, "lock shared", key.String(), sqltext.Lock(false, true, key.sqlArg()))
+	_, err := acquire(ctx, conn, "lock shared", key.String(), sqltext.Lock(false, true, key.sql()))
 	return err
 }
 
@@ -45,14 +32,15 @@ func LockShared(ctx context.Context, conn *sql.Conn, key Key) error {
 // [Unlock], [UnlockAll], or the end of the session. On error TryLock
 // reports false and closes the session, as [Lock] does.
 func TryLock(ctx context.Context, conn *sql.Conn, key Key) (bool, error) {
-	return acquire(ctx, conn, "try lock", key.String(), sqltext.TryLock(false, false, key.sqlArg()))
+	return acquire(ctx, conn, "try lock", key.String(), sqltext.TryLock(false, false, key.sql()))
 }
 
 // TryLockShared takes a shared session lock on key if no exclusive lock
 // holds it, without waiting, and reports whether it did. A lock taken is
-// held until [UnlockShared], [UnlockAll], or the end of the session.
+// held until [UnlockShared], [UnlockAll], or the end of the session. On
+// error it reports false and closes the session, as [Lock] does.
 func TryLockShared(ctx context.Context, conn *sql.Conn, key Key) (bool, error) {
-	return acquire(ctx, conn, "try lock shared", key.String(), sqltext.TryLock(false, true, key.sqlArg()))
+	return acquire(ctx, conn, "try lock shared", key.String(), sqltext.TryLock(false, true, key.sql()))
 }
 
 // LockKeys waits until it holds an exclusive session lock on every key. It
@@ -68,7 +56,7 @@ func LockKeys(ctx context.Context, conn *sql.Conn, keys ...Key) error {
 		return errNoKeys
 	}
 	keys = canonical(keys)
-	_, err := acquire(ctx, conn, "lock", keyList(keys), sqltext.Lock(false, false, sqlArgs(keys)...))
+	_, err := acquire(ctx, conn, "lock", keyList(keys), sqltext.Lock(false, false, sqlKeys(keys)...))
 	return err
 }
 
@@ -80,13 +68,13 @@ func LockKeys(ctx context.Context, conn *sql.Conn, keys ...Key) error {
 // fails, or the key was not held, the session is closed, so that no lock
 // the caller has lost track of stays behind in the pool.
 func Unlock(ctx context.Context, conn *sql.Conn, key Key) error {
-	return release(ctx, conn, "unlock", []Key{key}, sqltext.Unlock(false, key.sqlArg()))
+	return release(ctx, conn, "unlock", []Key{key}, sqltext.Unlock(false, key.sql()))
 }
 
 // UnlockShared releases one shared session lock on key, as [Unlock] does
 // for an exclusive one.
 func UnlockShared(ctx context.Context, conn *sql.Conn, key Key) error {
-	return release(ctx, conn, "unlock shared", []Key{key}, sqltext.Unlock(true, key.sqlArg()))
+	return release(ctx, conn, "unlock shared", []Key{key}, sqltext.Unlock(true, key.sql()))
 }
 
 // UnlockKeys releases one exclusive session lock on every key, duplicates
@@ -96,7 +84,7 @@ func UnlockKeys(ctx context.Context, conn *sql.Conn, keys ...Key) error {
 		return errNoKeys
 	}
 	keys = canonical(keys)
-	return release(ctx, conn, "unlock", keys, sqltext.Unlock(false, sqlArgs(keys)...))
+	return release(ctx, conn, "unlock", keys, sqltext.Unlock(false, sqlKeys(keys)...))
 }
 
 // UnlockAll releases every session lock the session holds, exclusive and

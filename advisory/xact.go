@@ -7,23 +7,15 @@ import (
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 )
 
-// Transaction locks belong to a *sql.Tx. They cannot be unlocked: each is
-// released when the transaction commits or rolls back, which is what makes
-// them safe with any pool, and with PgBouncer in transaction mode. Prefer
-// [WithXactLock], which begins and ends the transaction for you.
-//
-// After any error from these functions the server has aborted the
-// transaction, which releases its transaction locks, even one granted as
-// the error arose; roll tx back to end it.
-
 // XactLock waits until it holds an exclusive transaction lock on key. The
 // lock is released when tx commits or rolls back. Taking it again in the
 // same transaction succeeds at once.
 //
-// If ctx ends the wait, XactLock returns an error wrapping ctx.Err(); roll
-// tx back.
+// If ctx ends the wait, XactLock returns an error wrapping ctx.Err(). After
+// any error from the transaction lock functions, roll tx back: the lock,
+// if it was granted as the error arose, ends with the transaction.
 func XactLock(ctx context.Context, tx *sql.Tx, key Key) error {
-	_, err := xactAcquire(ctx, tx, "xact lock", key.String(), sqltext.Lock(true, false, key.sqlArg()))
+	_, err := xactAcquire(ctx, tx, "xact lock", key.String(), sqltext.Lock(true, false, key.sql()))
 	return err
 }
 
@@ -31,7 +23,7 @@ func XactLock(ctx context.Context, tx *sql.Tx, key Key) error {
 // Shared locks on a key coexist with each other and exclude exclusive ones.
 // The lock is released when tx commits or rolls back.
 func XactLockShared(ctx context.Context, tx *sql.Tx, key Key) error {
-	_, err := xactAcquire(ctx, tx, "xact lock shared", key.String(), sqltext.Lock(true, true, key.sqlArg()))
+	_, err := xactAcquire(ctx, tx, "xact lock shared", key.String(), sqltext.Lock(true, true, key.sql()))
 	return err
 }
 
@@ -39,14 +31,14 @@ func XactLockShared(ctx context.Context, tx *sql.Tx, key Key) error {
 // without waiting, and reports whether it did. A lock taken is released
 // when tx commits or rolls back.
 func TryXactLock(ctx context.Context, tx *sql.Tx, key Key) (bool, error) {
-	return xactAcquire(ctx, tx, "try xact lock", key.String(), sqltext.TryLock(true, false, key.sqlArg()))
+	return xactAcquire(ctx, tx, "try xact lock", key.String(), sqltext.TryLock(true, false, key.sql()))
 }
 
 // TryXactLockShared takes a shared transaction lock on key if no exclusive
 // lock holds it, without waiting, and reports whether it did. A lock taken
 // is released when tx commits or rolls back.
 func TryXactLockShared(ctx context.Context, tx *sql.Tx, key Key) (bool, error) {
-	return xactAcquire(ctx, tx, "try xact lock shared", key.String(), sqltext.TryLock(true, true, key.sqlArg()))
+	return xactAcquire(ctx, tx, "try xact lock shared", key.String(), sqltext.TryLock(true, true, key.sql()))
 }
 
 // XactLockKeys waits until it holds an exclusive transaction lock on every
@@ -59,7 +51,7 @@ func XactLockKeys(ctx context.Context, tx *sql.Tx, keys ...Key) error {
 		return errNoKeys
 	}
 	keys = canonical(keys)
-	_, err := xactAcquire(ctx, tx, "xact lock", keyList(keys), sqltext.Lock(true, false, sqlArgs(keys)...))
+	_, err := xactAcquire(ctx, tx, "xact lock", keyList(keys), sqltext.Lock(true, false, sqlKeys(keys)...))
 	return err
 }
 

@@ -359,21 +359,21 @@ func driftCases() []driftCase {
 				t.Fatal(err)
 			}
 			called := false
-			err = advisory.WithXactLockTx(context.Background(), tx, key, func(context.Context) error {
+			err = advisory.WithXactLockTx(context.Background(), tx, key, func(context.Context, *sql.Tx) error {
 				called = true
 				return nil
 			}, o.opts...)
 			wantCall(nil)(t, err, called)
 		})
 		add("WithSessionLockConn", o.name+"Release", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
-			mock.ExpectWithSessionLock(m, key, mock.Release, o.opts...)
+			mock.ExpectWithSessionLockConn(m, key, mock.Release, o.opts...)
 			conn, err := db.Conn(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer conn.Close()
 			called := false
-			err = advisory.WithSessionLockConn(context.Background(), conn, key, func(context.Context) error {
+			err = advisory.WithSessionLockConn(context.Background(), conn, key, func(context.Context, *sql.Conn) error {
 				called = true
 				return nil
 			}, o.opts...)

@@ -114,25 +114,25 @@ func count(yes bool) int64 {
 	return 0
 }
 
-// arg renders key as the argument list advisory sends for it.
-func arg(key advisory.Key) string {
+// arg returns key as advisory hands it to the statement builders.
+func arg(key advisory.Key) sqltext.Key {
 	if v, ok := key.Int64(); ok {
-		return sqltext.Int64Arg(v)
+		return sqltext.Key{Bigint: v}
 	}
 	k1, k2, _ := key.Pair()
-	return sqltext.PairArg(k1, k2)
+	return sqltext.Key{Pair: true, A: k1, B: k2}
 }
 
 // args renders keys as advisory does for a multi-key statement: sorted by
 // [advisory.Key.Compare], duplicates removed.
-func args(helper string, keys []advisory.Key) []string {
+func args(helper string, keys []advisory.Key) []sqltext.Key {
 	if len(keys) == 0 {
 		panic("mock: " + helper + " needs at least one key; advisory sends nothing without one")
 	}
 	keys = slices.Clone(keys)
 	slices.SortFunc(keys, advisory.Key.Compare)
 	keys = slices.Compact(keys)
-	out := make([]string, len(keys))
+	out := make([]sqltext.Key, len(keys))
 	for i, k := range keys {
 		out[i] = arg(k)
 	}

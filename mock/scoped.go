@@ -79,7 +79,8 @@ type XactScope struct {
 }
 
 // ExpectWithXactLock expects [advisory.WithXactLock] (or
-// sqlxlock.WithXactLock) on key with opts: BEGIN, then the statement that
+// sqlxlock.WithXactLock, or a BEGIN followed by [advisory.WithXactLockTx])
+// on key with opts: BEGIN, then the statement that
 // takes the lock as opts say ([advisory.Try], [advisory.Timeout],
 // [advisory.Shared]), then COMMIT or ROLLBACK as outcome says. Pass the
 // very options the code under test passes.
@@ -139,7 +140,8 @@ func (s *SessionScope) ExpectRelease() *sqlmock.ExpectedExec {
 // ExpectWithSessionLock expects [advisory.WithSessionLock] (or
 // sqlxlock.WithSessionLock) on key with opts: the statement that takes the
 // lock as opts say, then, for the [Release] outcome, the statement that
-// releases it. Pass the very options the code under test passes.
+// releases it (and every other session lock of the connection the scope
+// owns). Pass the very options the code under test passes.
 //
 // For an fn that sends statements of its own, use outcome [Granted], lay
 // them down, then call [SessionScope.ExpectRelease]. For an fn that
@@ -149,7 +151,17 @@ func (s *SessionScope) ExpectRelease() *sqlmock.ExpectedExec {
 // and panics when advisory rejects opts, when outcome is NotAcquired and
 // opts lack advisory.Try, and when outcome is [Commit] or [Rollback].
 func ExpectWithSessionLock(m sqlmock.Sqlmock, key advisory.Key, outcome Outcome, opts ...advisory.Option) *SessionScope {
-	const helper = "mock: ExpectWithSessionLock: "
+	return expectSession("mock: ExpectWithSessionLock: ", m, key, outcome, opts, true)
+}
+
+// ExpectWithSessionLockConn expects [advisory.WithSessionLockConn] on key
+// with opts, as [ExpectWithSessionLock] does; its release unlocks key
+// alone, since the caller owns the connection.
+func ExpectWithSessionLockConn(m sqlmock.Sqlmock, key advisory.Key, outcome Outcome, opts ...advisory.Option) *SessionScope {
+	return expectSession("mock: ExpectWithSessionLockConn: ", m, key, outcome, opts, false)
+}
+
+func expectSession(helper string, m sqlmock.Sqlmock, key advisory.Key, outcome Outcome, opts []advisory.Option, owned bool) *SessionScope {
 	switch outcome {
 	case Release, NotAcquired, Failed, Granted:
 	case Commit, Rollback:
@@ -159,6 +171,9 @@ func ExpectWithSessionLock(m sqlmock.Sqlmock, key advisory.Key, outcome Outcome,
 	}
 	sc := scopeSQL(helper, opts, false, key, outcome)
 	s := &SessionScope{m: m, unlock: sc.Unlock}
+	if owned {
+		s.unlock = sc.Release
+	}
 	s.Lock = expectOutcome(m, sc.Lock, outcome)
 	if outcome == Release {
 		s.ExpectRelease()

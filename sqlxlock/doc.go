@@ -27,8 +27,9 @@
 // Both are thin: they begin the transaction with db.BeginTxx (or take the
 // connection with db.Connx), so fn gets exactly the value sqlx itself
 // builds, and hand its embedded *sql.Tx (or *sql.Conn) to
-// [advisory.WithXactLockTx] (or [advisory.WithSessionLockConn]), which take
-// the lock, run fn and end the scope. Every guarantee is
+// advisory's own scope code ([advisory.WithXactLockTx], or the scope behind
+// [advisory.WithSessionLock]), which takes the lock, runs fn and ends the
+// scope. Every guarantee is
 // advisory's, unchanged: the lock is released however fn ends, a panic rolls
 // back (or closes the session) before it continues, no session lock ever
 // stays behind in the pool, the options are advisory's [advisory.Option]

@@ -2,6 +2,7 @@ package sqlxlock
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 
 	"github.com/jmoiron/sqlx"
@@ -44,7 +45,7 @@ func WithXactLock(ctx context.Context, db *sqlx.DB, key advisory.Key, fn func(ct
 	if err != nil {
 		return hook.Fail(ctx, "begin", "", err)
 	}
-	return advisory.WithXactLockTx(ctx, tx.Tx, key, func(ctx context.Context) error { return fn(ctx, tx) }, opts...)
+	return advisory.WithXactLockTx(ctx, tx.Tx, key, func(ctx context.Context, _ *sql.Tx) error { return fn(ctx, tx) }, opts...)
 }
 
 // WithSessionLock runs fn on a dedicated connection that holds a session
@@ -76,6 +77,7 @@ func WithSessionLock(ctx context.Context, db *sqlx.DB, key advisory.Key, fn func
 	if err != nil {
 		return hook.Fail(ctx, "connect", "", err)
 	}
-	defer conn.Close()
-	return advisory.WithSessionLockConn(ctx, conn.Conn, key, func(ctx context.Context) error { return fn(ctx, conn) }, opts...)
+	// The scope owns conn: it releases every session lock fn took and
+	// closes conn, or discards the session when in doubt.
+	return hook.OwnedSessionScope(ctx, conn.Conn, key, func(ctx context.Context, _ *sql.Conn) error { return fn(ctx, conn) }, opts)
 }

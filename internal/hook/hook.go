@@ -23,9 +23,10 @@ var Fail func(ctx context.Context, op, keys string, err error) error
 // Scope describes what a scoped helper sends for one key and one list of
 // options.
 type Scope struct {
-	Lock   string // the statement that takes the lock
-	Unlock string // the statement that releases a session lock
-	Try    bool   // whether the lock statement can answer "not acquired"
+	Lock    string // the statement that takes the lock
+	Unlock  string // the statement that releases a session lock on the caller's conn
+	Release string // the statement that ends a session scope on a conn it owns
+	Try     bool   // whether the lock statement can answer "not acquired"
 }
 
 // ScopeSQL returns what advisory.WithXactLock (xact true) or
@@ -34,3 +35,11 @@ type Scope struct {
 // mock package builds its expectations from it, so that they cannot drift
 // from what advisory sends.
 var ScopeSQL func(opts any, xact bool, key any) (Scope, error)
+
+// OwnedSessionScope runs advisory.WithSessionLock's scope on conn, which
+// the caller took from a pool for this scope alone: it takes the lock on
+// key (an advisory.Key) as opts (a []advisory.Option) say, runs fn,
+// releases every session lock, and closes conn, or discards the session
+// when in doubt. sqlxlock uses it so that its *sqlx.Conn scope keeps every
+// guarantee of advisory's.
+var OwnedSessionScope func(ctx context.Context, conn *sql.Conn, key any, fn func(context.Context, *sql.Conn) error, opts any) error

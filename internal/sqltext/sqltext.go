@@ -16,31 +16,49 @@ import (
 	"strings"
 )
 
-// Int64Arg renders the argument list of a bigint key: "42".
-func Int64Arg(k int64) string { return strconv.FormatInt(k, 10) }
+// Key is a lock key as a statement needs it: the bigint of
+// pg_advisory_*(bigint), or the two integers of pg_advisory_*(int, int).
+type Key struct {
+	Pair   bool
+	Bigint int64 // when !Pair
+	A, B   int32 // when Pair
+}
 
-// PairArg renders the argument list of an (int, int) key: "1,2".
-func PairArg(a, b int32) string {
-	return strconv.FormatInt(int64(a), 10) + "," + strconv.FormatInt(int64(b), 10)
+// args renders the key as a function's argument list: "42" or "1,2".
+func (k Key) args() string {
+	if k.Pair {
+		return strconv.FormatInt(int64(k.A), 10) + "," + strconv.FormatInt(int64(k.B), 10)
+	}
+	return strconv.FormatInt(k.Bigint, 10)
 }
 
 // fn names the server function for a scope and a mode.
 func fn(prefix string, xact, shared bool) string {
-	var b strings.Builder
-	b.WriteString(prefix)
+	name := prefix
 	if xact {
-		b.WriteString("_xact")
+		name += "_xact"
 	}
-	b.WriteString("_lock")
+	name += "_lock"
 	if shared {
-		b.WriteString("_shared")
+		name += "_shared"
 	}
-	return b.String()
+	return name
 }
 
-// Lock returns the statement that waits for every key in args, in the
-// order given. One key gives "SELECT pg_advisory_lock(42)". Several give
-// one row per key, taken as the rows are produced:
+// unlockFn names the server function that releases a session lock.
+func unlockFn(shared bool) string {
+	if shared {
+		return "pg_advisory_unlock_shared"
+	}
+	return "pg_advisory_unlock"
+}
+
+// call renders "name(args)".
+func call(name string, k Key) string { return name + "(" + k.args() + ")" }
+
+// Lock returns the statement that waits for every key, in the order given.
+// One key gives "SELECT pg_advisory_lock(42)". Several give one row per
+// key, taken as the rows are produced:
 //
 //	SELECT pg_advisory_lock(k) FROM (VALUES (1),(2)) AS k(k)
 //	UNION ALL SELECT pg_advisory_lock(a,b) FROM (VALUES (3,4)) AS p(a,b)
@@ -48,50 +66,84 @@ func fn(prefix string, xact, shared bool) string {
 // A VALUES list has no length limit, unlike a select list (1664 entries).
 // The caller sorts the keys, bigints before pairs, and the server takes
 // them in that order.
-func Lock(xact, shared bool, args ...string) string {
+func Lock(xact, shared bool, keys ...Key) string {
 	name := fn("pg_advisory", xact, shared)
-	if len(args) == 1 {
-		return "SELECT " + name + "(" + args[0] + ")"
+	if len(keys) == 1 {
+		return "SELECT " + call(name, keys[0])
 	}
-	return perKey("SELECT "+name+"(k) FROM ", "SELECT "+name+"(a,b) FROM ", "", args)
+	return perKey("SELECT "+name+"(k) FROM ", "SELECT "+name+"(a,b) FROM ", "", keys)
 }
 
 // TryLock returns the statement that tries one key without waiting. It
 // affects one row when the lock was taken and none when it was not:
 // "SELECT 1 WHERE pg_try_advisory_lock(42)".
-func TryLock(xact, shared bool, arg string) string {
-	return "SELECT 1 WHERE " + fn("pg_try_advisory", xact, shared) + "(" + arg + ")"
+func TryLock(xact, shared bool, key Key) string {
+	return "SELECT 1 WHERE " + call(fn("pg_try_advisory", xact, shared), key)
 }
 
-// Unlock returns the statement that releases one session lock on every key
-// in args. It affects one row for each key that was held. One key gives
+// LockTimeout returns the statement that waits for one key for at most ms
+// milliseconds, after which the server fails it with SQLSTATE 55P03:
+//
+//	SELECT set_config('lock_timeout', t.prev, true) FROM (SELECT
+//	current_setting('lock_timeout') AS prev, set_config('lock_timeout',
+//	'100', true), pg_advisory_lock(42) OFFSET 0) AS t
+//
+// The inner select list runs left to right: it saves the setting, bounds
+// the wait, and waits; the outer one puts the saved setting back. So the
+// bound covers this statement alone, inside a transaction or outside one,
+// and the rest of a transaction runs with whatever it had before. OFFSET 0
+// keeps the planner from merging the two levels.
+func LockTimeout(xact, shared bool, key Key, ms int64) string {
+	return "SELECT set_config('lock_timeout', t.prev, true) FROM (SELECT current_setting('lock_timeout') AS prev, " +
+		"set_config('lock_timeout', '" + strconv.FormatInt(ms, 10) + "', true), " +
+		call(fn("pg_advisory", xact, shared), key) + " OFFSET 0) AS t"
+}
+
+// Unlock returns the statement that releases one session lock on every
+// key. It affects one row for each key that was held. One key gives
 // "SELECT 1 WHERE pg_advisory_unlock(42)"; several give, as [Lock] does,
 // one row per key:
 //
 //	SELECT 1 FROM (VALUES (1),(2)) AS k(k) WHERE pg_advisory_unlock(k)
 //	UNION ALL SELECT 1 FROM (VALUES (3,4)) AS p(a,b) WHERE pg_advisory_unlock(a,b)
-func Unlock(shared bool, args ...string) string {
-	name := "pg_advisory_unlock"
-	if shared {
-		name += "_shared"
+func Unlock(shared bool, keys ...Key) string {
+	name := unlockFn(shared)
+	if len(keys) == 1 {
+		return "SELECT 1 WHERE " + call(name, keys[0])
 	}
-	if len(args) == 1 {
-		return "SELECT 1 WHERE " + name + "(" + args[0] + ")"
-	}
-	return perKey("SELECT 1 FROM ", "SELECT 1 FROM ", name, args)
+	return perKey("SELECT 1 FROM ", "SELECT 1 FROM ", name, keys)
 }
 
-// perKey builds a statement with one row per key: the bigint keys in args
-// as a VALUES list named k(k), the pair keys as one named p(a,b), each
-// after its select prefix and, when filter names a function, filtered by
-// it. Keys keep their order within each list.
-func perKey(bigintSelect, pairSelect, filter string, args []string) string {
-	var bigints, pairs []string
-	for _, a := range args {
-		if strings.Contains(a, ",") {
-			pairs = append(pairs, a)
+// Release returns the statement that ends a session scope on a connection
+// the scope owns: it releases key and, if key was held, every other session
+// lock as well, so that nothing the scope's function took goes back to the
+// pool. It affects one row when key was held:
+//
+//	SELECT 1 WHERE CASE WHEN pg_advisory_unlock(42)
+//	THEN pg_advisory_unlock_all() IS NOT NULL ELSE false END
+//
+// CASE fixes the order: the key's own release decides the answer before
+// anything else is released. When key was not held the session is in
+// doubt, and the caller closes it instead.
+func Release(shared bool, key Key) string {
+	return "SELECT 1 WHERE CASE WHEN " + call(unlockFn(shared), key) +
+		" THEN pg_advisory_unlock_all() IS NOT NULL ELSE false END"
+}
+
+// UnlockAll releases every session lock the session holds.
+const UnlockAll = "SELECT pg_advisory_unlock_all()"
+
+// perKey builds a statement with one row per key: the bigint keys as a
+// VALUES list named k(k), the pair keys as one named p(a,b), each after its
+// select prefix and, when filter names a function, filtered by it. Keys
+// keep their order within each list.
+func perKey(bigintSelect, pairSelect, filter string, keys []Key) string {
+	var bigints, pairs []Key
+	for _, k := range keys {
+		if k.Pair {
+			pairs = append(pairs, k)
 		} else {
-			bigints = append(bigints, a)
+			bigints = append(bigints, k)
 		}
 	}
 	var parts []string
@@ -113,37 +165,15 @@ func perKey(bigintSelect, pairSelect, filter string, args []string) string {
 }
 
 // values renders "(VALUES (1),(2))".
-func values(args []string) string {
+func values(keys []Key) string {
 	var b strings.Builder
 	b.WriteString("(VALUES ")
-	for i, a := range args {
+	for i, k := range keys {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteByte('(')
-		b.WriteString(a)
-		b.WriteByte(')')
+		b.WriteString("(" + k.args() + ")")
 	}
 	b.WriteByte(')')
 	return b.String()
-}
-
-// UnlockAll releases every session lock the session holds.
-const UnlockAll = "SELECT pg_advisory_unlock_all()"
-
-// LockTimeout wraps a lock statement so that the server gives up waiting
-// after ms milliseconds with SQLSTATE 55P03, in the same round trip.
-//
-// The setting is SET LOCAL, so it never outlives the transaction. Outside a
-// transaction block, the two statements of one simple query run as one
-// implicit transaction, and the setting ends with it while a session lock
-// stays. Inside a transaction (xact true) a third statement puts the
-// setting back to its default, so the rest of the transaction runs as it
-// would have.
-func LockTimeout(stmt string, ms int64, xact bool) string {
-	s := "SET LOCAL lock_timeout = " + strconv.FormatInt(ms, 10) + "; " + stmt
-	if xact {
-		s += "; SET LOCAL lock_timeout TO DEFAULT"
-	}
-	return s
 }
