@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/jmoiron/sqlx"
@@ -265,7 +265,6 @@ func TestBadArguments(t *testing.T) {
 		}
 	}
 }
-
 
 // notCalled is an fn that fails the test if called.
 func notCalled(t *testing.T) func(context.Context, *sqlx.Tx) error {
