@@ -29,28 +29,37 @@
 // answered 409 Conflict with Retry-After, without calling the handler;
 // [Wait] makes it wait instead.
 //
+// Programs that use chi import its middleware package too; an alias keeps
+// the two apart:
+//
+//	import advisorymw "github.com/pgadvisory/pgadvisory/middleware"
+//
+// # Keys
+//
 // Key functions read the route with r.PathValue, which Go's ServeMux and
-// chi v5 (as of the v5.5.0 this module requires) fill in: [PathKey] for an int32 id, [PathInt64Key]
-// for an int64 id, and [PathNameKey] for names, hashed as
-// advisory.NameKey. Any func(*http.Request) (advisory.Key, error) is a
-// [KeyFunc]; for gorilla/mux, whose variables are in mux.Vars, one line
-// does, with [IDKey] checking the id as PathKey would:
+// chi v5 (as of the v5.5.0 this module requires) fill in: [PathKey] for an
+// int32 id, [PathInt64Key] for an int64 id, and [PathNameKey] for names,
+// hashed as advisory.NameKey. Routers that keep route variables elsewhere
+// get the same checks from [ValueKey], [ValueInt64Key] and [ValueNameKey],
+// which take a func that returns the value; for gorilla/mux:
 //
-//	key := func(r *http.Request) (advisory.Key, error) { return middleware.IDKey(ordersNS, mux.Vars(r)["id"]) }
+//	key := middleware.ValueKey(ordersNS, func(r *http.Request) string { return mux.Vars(r)["id"] })
 //
-// A key function must not read the request body: the lock comes from the
-// route alone.
+// Any func(*http.Request) (advisory.Key, error) is a [KeyFunc]. A key
+// function must not read the request body: the lock comes from the route
+// alone. One that returns [ErrNoLock] has the request served without a
+// transaction or a lock.
 //
 // # Commit before the response
 //
 // The transaction ends before the first byte of the response is written.
-// On the handler's first WriteHeader, Write or Flush, a status below 400
-// commits and a status of 400 or more rolls back ([CommitPolicy] replaces
-// the rule). If the commit fails, the client gets 500 Internal Server Error
-// instead of the handler's response, and the handler's later writes are
-// dropped. So a client that sees a success knows that the work is durable,
-// and the next request for the resource, which may arrive the moment the
-// response does, finds the lock free and the work visible.
+// On the handler's first WriteHeader, Write, Flush or Hijack, a status
+// below 400 commits and a status of 400 or more rolls back ([CommitPolicy]
+// replaces the rule). If the commit fails, the client gets 500 Internal
+// Server Error instead of the handler's response, and the handler's later
+// writes are dropped. So a client that sees a success knows that the work
+// is durable, and the next request for the resource, which may arrive the
+// moment the response does, finds the lock free and the work visible.
 //
 // It follows that a handler must do all its database work before it writes
 // anything: after the first write, the transaction is over.
@@ -64,22 +73,39 @@
 // other request for the resource is refused, or waits, until the response
 // begins.
 //
+// # Connections
+//
+// Each request that holds a lock holds one pooled connection of the
+// *sql.DB, from its BEGIN until its response begins. Size the pool
+// (sql.DB.SetMaxOpenConns) for the locked requests that may run at once,
+// plus the rest of the program's use: when the pool is exhausted, further
+// requests wait for a connection before they can even try their lock.
+//
 // # Failures
 //
 // The middleware answers its own failures with short plain-text bodies
 // that never contain SQL or a driver's message:
 //
-//	KeyFunc error           ErrBadKey                400 Bad Request, no transaction begun
-//	lock busy               advisory.ErrNotAcquired  409 Conflict, Retry-After: 1
-//	Wait ran out            advisory.ErrLockTimeout  409 Conflict, Retry-After: 1
-//	database unavailable    ErrUnavailable           503 Service Unavailable
-//	commit failed           ErrCommit                500 Internal Server Error
-//	anything else                                    500 Internal Server Error
+//	KeyFunc error            ErrBadKey                 400 Bad Request, no transaction begun
+//	lock busy                advisory.ErrNotAcquired   409 Conflict, Retry-After: 1
+//	Wait ran out             advisory.ErrLockTimeout   409 Conflict, Retry-After: 1
+//	request deadline passed  context.DeadlineExceeded  503 Service Unavailable
+//	client went away         context.Canceled          499, no body; the handler is not called
+//	database unavailable     ErrUnavailable            503 Service Unavailable
+//	commit failed            ErrCommit                 500 Internal Server Error
+//	anything else                                      500 Internal Server Error
 //
 // A wait that runs out is answered as a busy lock, because that is what it
-// is: the client should retry later, as it would after a refused try.
-// [ErrorResponse] and [RetryAfter] change the answers; [ErrorHandler]
-// replaces them, and is also the place to log the error.
+// is: the client should retry later, as it would after a refused try. A
+// request whose context is cancelled, which for a server request means
+// that the client closed the connection, has no one to answer; the
+// middleware sends 499 (see [StatusClientClosedRequest]) only so that
+// net/http does not send an implicit 200. Once the request's context has
+// ended, nothing is committed: the handler's first write rolls back
+// instead, and the error handler gets an error matching both [ErrCommit]
+// and the context's error. [ErrorResponse] and [RetryAfter]
+// change the answers; [ErrorHandler] replaces them, and is also the place
+// to log the error.
 //
 // # Panics
 //
@@ -89,6 +115,8 @@
 //
 // # Dependencies
 //
-// The package imports the standard library and
-// github.com/pgadvisory/pgadvisory/advisory only.
+// The package depends on the standard library and
+// github.com/pgadvisory/pgadvisory/advisory only: the one internal package
+// of this module that it imports, which holds what it shares with
+// grpclock, imports nothing else either.
 package middleware

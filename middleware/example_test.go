@@ -15,23 +15,24 @@ import (
 
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/middleware"
+	"github.com/pgadvisory/pgadvisory/mock"
 )
 
-// exampleDB stands in for a PostgreSQL database in the examples. It expects
-// the statements a request for order 42 sends: BEGIN, the try-lock on
-// (7, 42), and then whatever the example adds.
-func exampleDB(granted bool) (*sql.DB, sqlmock.Sqlmock) {
+// The key namespace of orders in the examples: order 42's lock is
+// advisory.PairKey(ordersNS, 42).
+const exampleOrdersNS = 7
+
+var exampleOrder42 = advisory.PairKey(exampleOrdersNS, 42)
+
+// exampleDB stands in for a PostgreSQL database in the examples. Its
+// statements are compared as plain text, and package mock lays down the
+// ones the middleware sends.
+func exampleDB() (*sql.DB, sqlmock.Sqlmock) {
 	db, m, err := sqlmock.New(sqlmock.QueryMatcherOption(sqlmock.QueryMatcherEqual))
 	if err != nil {
 		log.Fatal(err)
 	}
-	m.ExpectBegin()
-	affected := int64(0)
-	if granted {
-		affected = 1
-	}
-	m.ExpectExec("SELECT 1 WHERE pg_try_advisory_xact_lock(7,42)").WillReturnResult(sqlmock.NewResult(0, affected))
-	return db, m
+	return db, mock.WithQueryMatcher(m, sqlmock.QueryMatcherEqual)
 }
 
 // show serves one request and prints the response.
@@ -59,8 +60,9 @@ func pay(w http.ResponseWriter, r *http.Request) {
 // holds the lock on order 42, which commits before the response is
 // written.
 func ExampleXactLock() {
-	db, m := exampleDB(true)
+	db, m := exampleDB()
 	defer db.Close()
+	mock.ExpectWithXactLock(m, exampleOrder42, mock.Granted, advisory.Try())
 	m.ExpectExec("UPDATE orders SET paid = true WHERE id = $1").WithArgs("42").WillReturnResult(sqlmock.NewResult(0, 1))
 	m.ExpectCommit()
 
@@ -79,9 +81,9 @@ func ExampleXactLock() {
 // A request for an order that another request holds is refused at once,
 // without calling the handler.
 func ExampleXactLock_conflict() {
-	db, m := exampleDB(false) // another session holds (7, 42)
+	db, m := exampleDB()
 	defer db.Close()
-	m.ExpectRollback()
+	mock.ExpectWithXactLock(m, exampleOrder42, mock.NotAcquired, advisory.Try()) // another session holds (7, 42)
 
 	mux := http.NewServeMux()
 	mux.Handle("POST /orders/{id}/pay", middleware.XactLock(db, middleware.PathKey(7, "id"))(http.HandlerFunc(pay)))
@@ -96,8 +98,9 @@ func ExampleXactLock_conflict() {
 // Attach the middleware to the route with With (or inside Route), so that
 // it runs after chi has matched the path.
 func ExampleXactLock_chi() {
-	db, m := exampleDB(true)
+	db, m := exampleDB()
 	defer db.Close()
+	mock.ExpectWithXactLock(m, exampleOrder42, mock.Granted, advisory.Try())
 	m.ExpectExec("UPDATE orders SET paid = true WHERE id = $1").WithArgs("42").WillReturnResult(sqlmock.NewResult(0, 1))
 	m.ExpectCommit()
 
@@ -109,15 +112,16 @@ func ExampleXactLock_chi() {
 	// 200 paid
 }
 
-// gorilla/mux keeps route variables in mux.Vars, not in r.PathValue; a
-// one-line KeyFunc reads them.
+// gorilla/mux keeps route variables in mux.Vars, not in r.PathValue;
+// ValueKey reads them with the checks PathKey makes.
 func ExampleXactLock_gorillaMux() {
-	db, m := exampleDB(true)
+	db, m := exampleDB()
 	defer db.Close()
+	mock.ExpectWithXactLock(m, exampleOrder42, mock.Granted, advisory.Try())
 	m.ExpectExec("UPDATE orders SET paid = true WHERE id = $1").WithArgs("42").WillReturnResult(sqlmock.NewResult(0, 1))
 	m.ExpectCommit()
 
-	key := func(r *http.Request) (advisory.Key, error) { return middleware.IDKey(7, mux.Vars(r)["id"]) }
+	key := middleware.ValueKey(exampleOrdersNS, func(r *http.Request) string { return mux.Vars(r)["id"] })
 
 	payVars := func(w http.ResponseWriter, r *http.Request) {
 		tx, _ := middleware.TxFromContext(r.Context())
@@ -139,8 +143,9 @@ func ExampleXactLock_gorillaMux() {
 
 // A status of 400 or more rolls the handler's work back.
 func ExampleTxFromContext() {
-	db, m := exampleDB(true)
+	db, m := exampleDB()
 	defer db.Close()
+	mock.ExpectWithXactLock(m, exampleOrder42, mock.Granted, advisory.Try())
 	m.ExpectExec("INSERT INTO refunds (order_id) VALUES ($1)").WithArgs("42").WillReturnResult(sqlmock.NewResult(0, 1))
 	m.ExpectRollback()
 
@@ -186,9 +191,9 @@ func ExamplePathNameKey() {
 // A custom error handler logs the failure and answers in the API's own
 // format.
 func ExampleErrorHandler() {
-	db, m := exampleDB(false)
+	db, m := exampleDB()
 	defer db.Close()
-	m.ExpectRollback()
+	mock.ExpectWithXactLock(m, exampleOrder42, mock.NotAcquired, advisory.Try())
 
 	apiError := func(w http.ResponseWriter, r *http.Request, err error) {
 		status, msg := http.StatusInternalServerError, "internal error"
@@ -221,9 +226,9 @@ func ExampleErrorHandler() {
 // ErrorResponse changes a status and body; here a busy order answers 423
 // Locked.
 func ExampleErrorResponse() {
-	db, m := exampleDB(false)
+	db, m := exampleDB()
 	defer db.Close()
-	m.ExpectRollback()
+	mock.ExpectWithXactLock(m, exampleOrder42, mock.NotAcquired, advisory.Try())
 
 	lock := middleware.XactLock(db, middleware.PathKey(7, "id"),
 		middleware.ErrorResponse(advisory.ErrNotAcquired, http.StatusLocked, "order is being changed"))
@@ -238,9 +243,9 @@ func ExampleErrorResponse() {
 
 // With CommitPolicy, only a 2xx commits: a redirect rolls back.
 func ExampleCommitPolicy() {
-	db, m := exampleDB(true)
+	db, m := exampleDB()
 	defer db.Close()
-	m.ExpectRollback()
+	mock.ExpectWithXactLock(m, exampleOrder42, mock.Rollback, advisory.Try())
 
 	lock := middleware.XactLock(db, middleware.PathKey(7, "id"),
 		middleware.CommitPolicy(func(status int) bool { return status >= 200 && status < 300 }))
@@ -252,5 +257,36 @@ func ExampleCommitPolicy() {
 	// Output:
 	// 302 <a href="/v2/orders/42">Found</a>.
 	//
+	// <nil>
+}
+
+// A KeyFunc that returns ErrNoLock serves the request without a
+// transaction: here reads go through unlocked, and only changes take the
+// order's lock.
+func ExampleErrNoLock() {
+	db, m := exampleDB()
+	defer db.Close()
+	mock.ExpectWithXactLock(m, exampleOrder42, mock.Commit, advisory.Try())
+
+	byID := middleware.PathKey(exampleOrdersNS, "id")
+	key := func(r *http.Request) (advisory.Key, error) {
+		if r.Method == http.MethodGet {
+			return advisory.Key{}, middleware.ErrNoLock
+		}
+		return byID(r)
+	}
+	order := func(w http.ResponseWriter, r *http.Request) {
+		_, locked := middleware.TxFromContext(r.Context())
+		fmt.Fprintf(w, "%s locked=%v\n", r.Method, locked)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/orders/{id}", middleware.XactLock(db, key)(http.HandlerFunc(order)))
+
+	show(mux, "GET", "/orders/42")
+	show(mux, "PUT", "/orders/42")
+	fmt.Println(m.ExpectationsWereMet())
+	// Output:
+	// 200 GET locked=false
+	// 200 PUT locked=true
 	// <nil>
 }

@@ -2,61 +2,41 @@ package middleware_test
 
 import (
 	"database/sql"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
-	"time"
 
 	"github.com/DATA-DOG/go-sqlmock"
 
-	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/middleware"
+	"github.com/pgadvisory/pgadvisory/mock"
 )
 
-// ordersNS is the namespace of order keys in the unit tests.
+// ordersNS is the namespace of order keys in the unit tests, and order42
+// the key of /orders/42.
 const ordersNS = 7
 
-// The statements the middleware sends for order 42, built from the text
-// advisory sends.
-var (
-	tryLock42  = sqltext.TryLock(true, false, sqltext.PairArg(ordersNS, 42))
-	waitLock42 = func(d time.Duration) string {
-		return sqltext.LockTimeout(sqltext.Lock(true, false, sqltext.PairArg(ordersNS, 42)), d.Milliseconds(), true)
-	}
-)
+var order42 = advisory.PairKey(ordersNS, 42)
 
-// newMock returns a database whose statements must match the expected SQL
-// exactly, and checks at cleanup that every expectation was met.
-func newMock(t *testing.T) (*sql.DB, sqlmock.Sqlmock) {
-	t.Helper()
-	db, m, err := sqlmock.New(sqlmock.QueryMatcherOption(sqlmock.QueryMatcherEqual))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		db.Close()
-		if err := m.ExpectationsWereMet(); err != nil {
-			t.Error(err)
-		}
-	})
-	return db, m
-}
+// exact makes a mock compare statements as plain text, so that the tests'
+// own statements need no escaping.
+var exact = mock.QueryMatcher(sqlmock.QueryMatcherEqual)
 
-// rows is the result of a statement that affected n rows.
-func rows(n int64) sql.Result { return sqlmock.NewResult(0, n) }
+// errSecret stands for a driver error whose text must never reach a
+// client.
+var errSecret = errors.New("secret: SELECT pg_advisory_xact_lock failed on host db-7")
+
+// affected is the result of a statement that changed n rows.
+func affected(n int64) sql.Result { return sqlmock.NewResult(0, n) }
 
 // expectLocked expects the begin and the try-lock on order 42 that a
-// request for /orders/42 sends, granted.
+// request for /orders/42 sends, granted; the test lays down the rest.
 func expectLocked(m sqlmock.Sqlmock) {
-	m.ExpectBegin()
-	m.ExpectExec(tryLock42).WithoutArgs().WillReturnResult(rows(1))
+	mock.ExpectWithXactLock(m, order42, mock.Granted, advisory.Try())
 }
-
-// sqlState is a driver error carrying a SQLSTATE, as lib/pq's and pgx's do.
-type sqlState struct{ code, msg string }
-
-func (e *sqlState) Error() string    { return "driver: " + e.msg + " (SQLSTATE " + e.code + ")" }
-func (e *sqlState) SQLState() string { return e.code }
 
 // ordersMux routes /orders/{id} through mw to h, as an application would.
 func ordersMux(mw func(http.Handler) http.Handler, h http.Handler) *http.ServeMux {
@@ -97,4 +77,18 @@ func (s *spyWriter) Flush() { s.first(); s.ResponseRecorder.Flush() }
 // lock is the middleware under test with the unit tests' key.
 func lock(db *sql.DB, opts ...middleware.Option) func(http.Handler) http.Handler {
 	return middleware.XactLock(db, middleware.PathKey(ordersNS, "id"), opts...)
+}
+
+// mustPanic checks that f panics with a message naming the package.
+func mustPanic(t *testing.T, f func()) {
+	t.Helper()
+	defer func() {
+		t.Helper()
+		v := recover()
+		s, ok := v.(string)
+		if !ok || !strings.HasPrefix(s, "middleware: ") {
+			t.Errorf("panic %v, want a message starting with %q", v, "middleware: ")
+		}
+	}()
+	f()
 }

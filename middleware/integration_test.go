@@ -3,6 +3,7 @@ package middleware_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -11,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,8 +46,16 @@ var routers = []router{
 		r.With(middleware.XactLock(db, middleware.PathKey(ns, "id"), opts...)).Get("/orders/{id}", h.ServeHTTP)
 		return r
 	}},
+	{"ChiRoute", func(db *sql.DB, ns int32, opts []middleware.Option, h http.Handler) http.Handler {
+		r := chi.NewRouter()
+		r.Route("/orders/{id}", func(r chi.Router) {
+			r.Use(middleware.XactLock(db, middleware.PathKey(ns, "id"), opts...))
+			r.Get("/", h.ServeHTTP)
+		})
+		return r
+	}},
 	{"GorillaMux", func(db *sql.DB, ns int32, opts []middleware.Option, h http.Handler) http.Handler {
-		key := func(r *http.Request) (advisory.Key, error) { return middleware.IDKey(ns, mux.Vars(r)["id"]) }
+		key := middleware.ValueKey(ns, func(r *http.Request) string { return mux.Vars(r)["id"] })
 		r := mux.NewRouter()
 		r.Handle("/orders/{id}", h).Methods("GET")
 		r.Use(middleware.XactLock(db, key, opts...))
@@ -61,7 +71,8 @@ var routers = []router{
 type orderApp struct {
 	t       *testing.T
 	table   string
-	entered chan string // the tag of a request that blocks
+	entered chan string  // the tag of a request that blocks
+	entries atomic.Int32 // how many requests reached the handler
 	release chan struct{}
 	once    sync.Once
 }
@@ -71,7 +82,7 @@ func newOrderApp(t *testing.T, db *sql.DB) *orderApp {
 	a := &orderApp{
 		t:       t,
 		table:   fmt.Sprintf("mw_orders_%08x", uint32(advisory.HashText(t.Name()))),
-		entered: make(chan string, 1),
+		entered: make(chan string, 16),
 		release: make(chan struct{}),
 	}
 	if _, err := db.Exec("CREATE TABLE " + a.table + " (order_id int NOT NULL, tag text NOT NULL)"); err != nil {
@@ -89,6 +100,7 @@ func newOrderApp(t *testing.T, db *sql.DB) *orderApp {
 func (a *orderApp) unblock() { a.once.Do(func() { close(a.release) }) }
 
 func (a *orderApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a.entries.Add(1)
 	ctx := r.Context()
 	tx, ok := middleware.TxFromContext(ctx)
 	if !ok {
@@ -156,8 +168,15 @@ type result struct {
 
 var client = &http.Client{Timeout: safetyNet}
 
-func fetch(url string) result {
-	res, err := client.Get(url)
+func fetch(url string) result { return fetchCtx(context.Background(), url) }
+
+// fetchCtx fetches url under ctx, which can end the request.
+func fetchCtx(ctx context.Context, url string) result {
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+	if err != nil {
+		return result{err: err}
+	}
+	res, err := client.Do(req)
 	if err != nil {
 		return result{err: err}
 	}
@@ -167,9 +186,12 @@ func fetch(url string) result {
 }
 
 // fetchAsync fetches url in a goroutine; the test must receive the result.
-func fetchAsync(url string) <-chan result {
+func fetchAsync(url string) <-chan result { return fetchAsyncCtx(context.Background(), url) }
+
+// fetchAsyncCtx is fetchAsync under ctx.
+func fetchAsyncCtx(ctx context.Context, url string) <-chan result {
 	c := make(chan result, 1)
-	go func() { c <- fetch(url) }()
+	go func() { c <- fetchCtx(ctx, url) }()
 	return c
 }
 
@@ -221,6 +243,7 @@ func TestIntegration(t *testing.T) {
 				t.Run("OtherOrderServed", func(t *testing.T) { testOtherOrder(t, tg.DB, rt) })
 				t.Run("WaitServesAfterCommit", func(t *testing.T) { testWait(t, tg.DB, rt) })
 				t.Run("WritesFollowStatus", func(t *testing.T) { testVisibility(t, tg.DB, rt) })
+				t.Run("BarrierOneServed", func(t *testing.T) { testBarrier(t, tg.DB, rt) })
 				if n := tg.DB.Stats().InUse; n != 0 {
 					t.Errorf("%d connections still in use", n)
 				}
@@ -256,6 +279,54 @@ func testSameOrder(t *testing.T, db *sql.DB, rt router) {
 	}
 	if n := a.rows(t, db, "second"); n != 0 {
 		t.Errorf("the refused request left %d rows, want 0", n)
+	}
+}
+
+// barrierSize is how many requests testBarrier releases at once.
+const barrierSize = 8
+
+// testBarrier: barrierSize requests for /orders/42, released at once, give
+// exactly one 200 and barrierSize-1 409s. The one that gets the lock blocks
+// in its handler until every other one has been answered, so none of them
+// can slip in after it.
+func testBarrier(t *testing.T, db *sql.DB, rt router) {
+	a := newOrderApp(t, db)
+	srv := serve(t, rt.route(db, testNamespace(t), nil, a))
+	t.Cleanup(a.unblock)
+
+	start := make(chan struct{})
+	results := make(chan result, barrierSize)
+	var wg sync.WaitGroup
+	for i := range barrierSize {
+		wg.Go(func() {
+			<-start
+			results <- fetch(fmt.Sprintf("%s/orders/42?tag=b%d&block", srv.URL, i))
+		})
+	}
+	t.Cleanup(wg.Wait)
+	close(start)
+
+	conflicts := 0
+	for range barrierSize - 1 {
+		r := await(t, results)
+		if r.status != http.StatusConflict {
+			t.Fatalf("got %d (%v) %q while the lock was held, want 409", r.status, r.err, r.body)
+		}
+		conflicts++
+	}
+	a.unblock()
+	if r := await(t, results); r.status != http.StatusOK {
+		t.Fatalf("the lock holder got %d (%v), want 200", r.status, r.err)
+	}
+	if n := a.entries.Load(); n != 1 || conflicts != barrierSize-1 {
+		t.Errorf("%d handlers ran and %d requests were refused; want 1 and %d", n, conflicts, barrierSize-1)
+	}
+	var committed int
+	if err := db.QueryRow("SELECT count(*) FROM " + a.table).Scan(&committed); err != nil {
+		t.Fatal(err)
+	}
+	if committed != 1 {
+		t.Errorf("%d rows committed, want 1", committed)
 	}
 }
 
@@ -381,7 +452,7 @@ func TestUnavailableDatabase(t *testing.T) {
 			rec := httptest.NewRecorder()
 			ordersMux(mw, http.NotFoundHandler()).ServeHTTP(rec,
 				httptest.NewRequest("GET", "/orders/1", nil).WithContext(context.Background()))
-			if !middleware.IsUnavailable(got) {
+			if !errors.Is(got, middleware.ErrUnavailable) {
 				t.Errorf("error %v is not classified as unavailable", got)
 			}
 			// And with the default error handler:

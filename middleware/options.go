@@ -3,11 +3,10 @@ package middleware
 import (
 	"database/sql"
 	"fmt"
-	"math"
 	"net/http"
 	"time"
 
-	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/reqlock"
 )
 
 // An Option changes how [XactLock] takes its lock, ends its transaction and
@@ -15,30 +14,25 @@ import (
 type Option func(*options)
 
 type options struct {
-	wait       time.Duration
-	retryAfter time.Duration
-	txOpts     *sql.TxOptions
-	commit     func(status int) bool
-	onError    func(w http.ResponseWriter, r *http.Request, err error)
-	responses  []response
+	reqlock.Config
+	commit    func(status int) bool
+	onError   func(w http.ResponseWriter, r *http.Request, err error)
+	responses []response
 }
 
 // Wait makes the middleware wait up to d for a lock that another request
 // holds, instead of answering 409 Conflict at once. The server enforces the
 // bound (advisory.Timeout); a wait that runs out is answered as a busy
-// lock, 409 Conflict with Retry-After, and the request's context can end it
-// sooner. Wait(0) keeps the default, which does not wait.
+// lock, 409 Conflict with Retry-After. The request's context can end the
+// wait sooner: its deadline is answered 503 Service Unavailable, a client
+// that goes away gets nothing. Wait(0) keeps the default, which does not
+// wait.
 //
 // Wait panics if d is negative or longer than the server's limit of
 // math.MaxInt32 milliseconds.
 func Wait(d time.Duration) Option {
-	if d < 0 {
-		panic(fmt.Sprintf("middleware: Wait(%v): negative duration", d))
-	}
-	if d > math.MaxInt32*time.Millisecond {
-		panic(fmt.Sprintf("middleware: Wait(%v): longer than the server's limit of %d ms", d, math.MaxInt32))
-	}
-	return func(o *options) { o.wait = d }
+	reqlock.CheckWait("middleware", d)
+	return func(o *options) { o.Wait = d }
 }
 
 // RetryAfter sets the Retry-After header that comes with a 409 Conflict for
@@ -47,16 +41,14 @@ func Wait(d time.Duration) Option {
 //
 // RetryAfter panics if d is negative.
 func RetryAfter(d time.Duration) Option {
-	if d < 0 {
-		panic(fmt.Sprintf("middleware: RetryAfter(%v): negative duration", d))
-	}
-	return func(o *options) { o.retryAfter = d }
+	reqlock.CheckRetryAfter("middleware", d)
+	return func(o *options) { o.RetryAfter = d }
 }
 
 // TxOptions sets the isolation level and read-only flag of the request's
-// transaction.
+// transaction. A nil opts keeps the database's defaults.
 func TxOptions(opts *sql.TxOptions) Option {
-	return func(o *options) { o.txOpts = opts }
+	return func(o *options) { o.TxOptions = opts }
 }
 
 // CommitPolicy replaces the rule that decides, from the status of the
@@ -78,12 +70,17 @@ func CommitPolicy(commit func(status int) bool) Option {
 
 // ErrorHandler replaces the default answer to every failure the middleware
 // itself handles: a key error (matching [ErrBadKey]), a busy lock
-// (advisory.ErrNotAcquired, advisory.ErrLockTimeout), an unreachable
-// database ([ErrUnavailable]), a failed commit ([ErrCommit]) and any other
-// error. h writes the whole response, Retry-After included; [ErrorResponse]
-// and [RetryAfter] no longer apply. The request h gets carries no
-// transaction. h must send an error status: after a failed commit, a 2xx
-// would tell the client that work succeeded which was rolled back.
+// (advisory.ErrNotAcquired, advisory.ErrLockTimeout), the end of the
+// request's context (context.Canceled, context.DeadlineExceeded), an
+// unreachable database ([ErrUnavailable]), a failed commit ([ErrCommit])
+// and any other error. h writes the whole response, Retry-After included;
+// [ErrorResponse] and [RetryAfter] no longer apply. The request h gets
+// carries no transaction, and the error is the place to log the cause.
+//
+// h must answer with an error status, and the middleware makes sure of
+// it: a status below 400 is sent as 500 Internal Server Error, and so is
+// a response h leaves unwritten. After a failed commit, a success would
+// tell the client that work was done which was rolled back.
 //
 // ErrorHandler panics if h is nil.
 func ErrorHandler(h func(w http.ResponseWriter, r *http.Request, err error)) Option {
@@ -95,17 +92,20 @@ func ErrorHandler(h func(w http.ResponseWriter, r *http.Request, err error)) Opt
 
 // ErrorResponse sets the status and the plain-text body that the default
 // error handler sends for errors matching target (with errors.Is), such as
-// advisory.ErrNotAcquired, [ErrBadKey], [ErrUnavailable], [ErrCommit], or
-// any error the lock can fail with, such as advisory.ErrDeadlock. A nil
-// target sets the answer to every error that no other target matches.
-// Later options override earlier ones. The defaults are:
+// advisory.ErrNotAcquired, [ErrBadKey], [ErrUnavailable], [ErrCommit],
+// context.DeadlineExceeded, or any error the lock can fail with, such as
+// advisory.ErrDeadlock. A nil target sets the answer to every error that
+// no other target matches. An empty body sends the status alone. Later
+// options override earlier ones. The defaults are:
 //
-//	ErrBadKey                400 Bad Request
-//	advisory.ErrNotAcquired  409 Conflict, with Retry-After
-//	advisory.ErrLockTimeout  409 Conflict, with Retry-After
-//	ErrUnavailable           503 Service Unavailable
-//	ErrCommit                500 Internal Server Error
-//	anything else            500 Internal Server Error
+//	context.Canceled          499, no body (see StatusClientClosedRequest)
+//	context.DeadlineExceeded  503 Service Unavailable
+//	ErrBadKey                 400 Bad Request
+//	advisory.ErrNotAcquired   409 Conflict, with Retry-After
+//	advisory.ErrLockTimeout   409 Conflict, with Retry-After
+//	ErrUnavailable            503 Service Unavailable
+//	ErrCommit                 500 Internal Server Error
+//	anything else             500 Internal Server Error
 //
 // A busy lock gets its Retry-After header whatever status it is given.
 //
@@ -120,8 +120,8 @@ func ErrorResponse(target error, status int, body string) Option {
 // newOptions applies opts over the defaults.
 func newOptions(opts []Option) *options {
 	o := &options{
-		retryAfter: time.Second,
-		commit:     func(status int) bool { return status < 400 },
+		Config: reqlock.NewConfig(),
+		commit: func(status int) bool { return status < 400 },
 	}
 	for _, opt := range opts {
 		if opt != nil {
@@ -132,21 +132,4 @@ func newOptions(opts []Option) *options {
 		o.onError = o.respond
 	}
 	return o
-}
-
-// lockOptions returns what advisory.WithXactLock needs to know.
-func (o *options) lockOptions() []advisory.Option {
-	opts := []advisory.Option{advisory.Try()}
-	if o.wait > 0 {
-		opts[0] = advisory.Timeout(o.wait)
-	}
-	if o.txOpts != nil {
-		opts = append(opts, advisory.TxOptions(o.txOpts))
-	}
-	return opts
-}
-
-// retryAfterSeconds rounds the Retry-After delay up to whole seconds.
-func (o *options) retryAfterSeconds() int64 {
-	return int64((o.retryAfter + time.Second - 1) / time.Second)
 }

@@ -2,11 +2,14 @@ package middleware
 
 import (
 	"bufio"
+	"context"
 	"database/sql"
 	"fmt"
 	"maps"
 	"net"
 	"net/http"
+
+	"github.com/pgadvisory/pgadvisory/internal/reqlock"
 )
 
 // The states of a responseWriter's transaction.
@@ -19,15 +22,17 @@ const (
 // responseWriter ends the request's transaction before the first byte of
 // the response leaves: on the handler's first WriteHeader, Write, Flush or
 // Hijack it commits or rolls back, as the commit policy says for the
-// status. If the commit fails it sends the error response instead and drops
-// whatever the handler writes afterwards, so that the client never sees a
-// success for work that was rolled back.
+// status. If the commit fails, or the request's context has ended so that
+// it is not tried, it rolls back, sends the error response instead and
+// drops whatever the handler writes afterwards, so that the client never
+// sees a success for work that was rolled back.
 //
 // Other optional features (deadlines, full duplex) are reached through
 // Unwrap by http.ResponseController.
 type responseWriter struct {
 	w      http.ResponseWriter
-	r      *http.Request // the request without the transaction, for onError
+	r      *http.Request   // the request without the transaction, for onError
+	scope  context.Context // the context WithXactLock gave fn, to commit early through
 	tx     *sql.Tx
 	o      *options
 	before http.Header // the headers as they were before the handler ran
@@ -36,8 +41,8 @@ type responseWriter struct {
 	header http.Header // handed to the handler once the response is abandoned
 }
 
-func newResponseWriter(w http.ResponseWriter, r *http.Request, tx *sql.Tx, o *options) *responseWriter {
-	return &responseWriter{w: w, r: r, tx: tx, o: o, before: w.Header().Clone()}
+func newResponseWriter(scope context.Context, w http.ResponseWriter, r *http.Request, tx *sql.Tx, o *options) *responseWriter {
+	return &responseWriter{scope: scope, w: w, r: r, tx: tx, o: o, before: w.Header().Clone()}
 }
 
 // Compile-time checks of the interfaces the wrapper must keep.
@@ -108,17 +113,38 @@ func (rw *responseWriter) FlushError() error {
 // Flush is FlushError for callers that use http.Flusher.
 func (rw *responseWriter) Flush() { _ = rw.FlushError() }
 
-// Hijack ends the transaction as for status 101, then hands over the
-// connection. If the commit fails the error response has been sent and
-// Hijack returns the error.
+// Hijack hands over the connection, if the ResponseWriter underneath can
+// hijack it. If none down the Unwrap chain can, as under HTTP/2, it
+// returns an error matching http.ErrNotSupported and leaves the
+// transaction open. Otherwise it first ends the transaction as for status
+// 101; if that commit fails, the error response has been sent, nothing is
+// hijacked, and Hijack returns an error matching [ErrCommit].
 func (rw *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	h := hijacker(rw.w)
+	if h == nil {
+		return nil, nil, fmt.Errorf("middleware: hijack: %w", http.ErrNotSupported)
+	}
 	if rw.state == pending {
 		rw.end(http.StatusSwitchingProtocols)
 	}
 	if rw.state == abandoned {
 		return nil, nil, rw.err
 	}
-	return http.NewResponseController(rw.w).Hijack()
+	return h.Hijack()
+}
+
+// hijacker returns the first http.Hijacker down w's Unwrap chain, or nil.
+func hijacker(w http.ResponseWriter) http.Hijacker {
+	for {
+		switch t := w.(type) {
+		case http.Hijacker:
+			return t
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = t.Unwrap()
+		default:
+			return nil
+		}
+	}
 }
 
 // Unwrap returns the ResponseWriter underneath, for
@@ -126,8 +152,9 @@ func (rw *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 func (rw *responseWriter) Unwrap() http.ResponseWriter { return rw.w }
 
 // end commits or rolls back the transaction for a response with status
-// code. A failed commit abandons the response: the headers go back to what
-// they were before the handler ran, and the error response is sent.
+// code. A failed commit, or one refused because the request's context has
+// ended, abandons the response: the headers go back to what they were
+// before the handler ran, and the error response is sent.
 func (rw *responseWriter) end(code int) {
 	rw.state = decided
 	if !rw.o.commit(code) {
@@ -136,12 +163,12 @@ func (rw *responseWriter) end(code int) {
 		_ = rw.tx.Rollback()
 		return
 	}
-	if err := rw.tx.Commit(); err != nil {
+	if err := reqlock.Commit(rw.scope, rw.tx); err != nil {
 		rw.state = abandoned
-		rw.err = fmt.Errorf("%w: %w", ErrCommit, err)
+		rw.err = fmt.Errorf("%w: %w", ErrCommit, reqlock.WithContext(rw.r.Context(), err))
 		h := rw.w.Header()
 		clear(h)
 		maps.Copy(h, rw.before)
-		rw.o.onError(rw.w, rw.r, rw.err)
+		rw.o.fail(rw.w, rw.r, rw.err)
 	}
 }

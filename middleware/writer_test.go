@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/middleware"
+	"github.com/pgadvisory/pgadvisory/mock"
 )
 
 // TestFlushCommitsFirst checks that a flush ends the transaction before the
@@ -23,7 +24,7 @@ func TestFlushCommitsFirst(t *testing.T) {
 	for name, flush := range flushes {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			db, m := newMock(t)
+			db, m := mock.New(t, exact)
 			expectLocked(m)
 			m.ExpectCommit()
 			spy := newSpy(m)
@@ -47,7 +48,7 @@ func TestFlushCommitsFirst(t *testing.T) {
 // and reports the failure to the handler.
 func TestFlushCommitFails(t *testing.T) {
 	t.Parallel()
-	db, m := newMock(t)
+	db, m := mock.New(t, exact)
 	expectLocked(m)
 	m.ExpectCommit().WillReturnError(errSecret)
 	spy := newSpy(m)
@@ -64,12 +65,12 @@ func TestFlushCommitFails(t *testing.T) {
 
 // TestResponseControllerThroughUnwrap checks, on a real server, that the
 // features http.ResponseController reaches through Unwrap still work, and
-// that informational responses and Hijack keep the commit-first rule.
+// that informational responses keep the commit-first rule.
 func TestResponseControllerThroughUnwrap(t *testing.T) {
 	t.Parallel()
 	t.Run("Deadlines", func(t *testing.T) {
 		t.Parallel()
-		db, m := newMock(t)
+		db, m := mock.New(t, exact)
 		expectLocked(m)
 		m.ExpectCommit()
 		srv := httptest.NewServer(ordersMux(lock(db), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -92,7 +93,7 @@ func TestResponseControllerThroughUnwrap(t *testing.T) {
 	})
 	t.Run("Informational", func(t *testing.T) {
 		t.Parallel()
-		db, m := newMock(t)
+		db, m := mock.New(t, exact)
 		expectLocked(m)
 		m.ExpectCommit()
 		srv := httptest.NewServer(ordersMux(lock(db), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -111,9 +112,16 @@ func TestResponseControllerThroughUnwrap(t *testing.T) {
 			t.Errorf("got %q", got)
 		}
 	})
-	t.Run("Hijack", func(t *testing.T) {
+}
+
+// TestHijack checks that Hijack commits before it hands over the
+// connection, refuses without ending the transaction when nothing
+// underneath can hijack, and hijacks nothing when the commit fails.
+func TestHijack(t *testing.T) {
+	t.Parallel()
+	t.Run("CommitsFirst", func(t *testing.T) {
 		t.Parallel()
-		db, m := newMock(t)
+		db, m := mock.New(t, exact)
 		expectLocked(m)
 		m.ExpectCommit()
 		srv := httptest.NewServer(ordersMux(lock(db), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -132,6 +140,49 @@ func TestResponseControllerThroughUnwrap(t *testing.T) {
 		defer srv.Close()
 		if got := get(t, srv.URL+"/orders/42"); got != "200 hijacked" {
 			t.Errorf("got %q", got)
+		}
+	})
+	t.Run("NotSupported", func(t *testing.T) {
+		t.Parallel()
+		db, m := mock.New(t, exact)
+		expectLocked(m)
+		m.ExpectExec("UPDATE orders SET paid = true WHERE id = 42").WillReturnResult(affected(1))
+		m.ExpectCommit()
+		spy := newSpy(m) // a ResponseRecorder: it cannot hijack
+		ordersMux(lock(db), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if _, _, err := http.NewResponseController(w).Hijack(); !errors.Is(err, http.ErrNotSupported) {
+				t.Errorf("hijack returned %v, want http.ErrNotSupported", err)
+			}
+			// The transaction is still open: the handler can go on.
+			tx, _ := middleware.TxFromContext(r.Context())
+			if _, err := tx.ExecContext(r.Context(), "UPDATE orders SET paid = true WHERE id = 42"); err != nil {
+				t.Errorf("the transaction ended at a refused hijack: %v", err)
+			}
+			io.WriteString(w, "served")
+		})).ServeHTTP(spy, httptest.NewRequest("POST", "/orders/42", nil))
+		if spy.Code != 200 || spy.Body.String() != "served" || spy.atWrite != nil {
+			t.Errorf("got %d %q; expectations at the first write: %v", spy.Code, spy.Body, spy.atWrite)
+		}
+	})
+	t.Run("CommitFails", func(t *testing.T) {
+		t.Parallel()
+		db, m := mock.New(t, exact)
+		expectLocked(m)
+		m.ExpectCommit().WillReturnError(errSecret)
+		srv := httptest.NewServer(ordersMux(lock(db), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			conn, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				conn.Close()
+				t.Error("hijacked although the commit failed")
+				return
+			}
+			if !errors.Is(err, middleware.ErrCommit) {
+				t.Errorf("hijack returned %v, want ErrCommit", err)
+			}
+		})))
+		defer srv.Close()
+		if got := get(t, srv.URL+"/orders/42"); got != "500 internal server error\n" {
+			t.Errorf("got %q, want the 500 sent instead", got)
 		}
 	})
 }

@@ -16,11 +16,8 @@ import (
 
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/middleware"
+	"github.com/pgadvisory/pgadvisory/mock"
 )
-
-// errSecret stands for a driver error whose text must never reach a
-// client.
-var errSecret = errors.New("secret: SELECT pg_advisory_xact_lock failed on host db-7")
 
 func TestXactLockOutcomes(t *testing.T) {
 	t.Parallel()
@@ -30,6 +27,7 @@ func TestXactLockOutcomes(t *testing.T) {
 			http.Error(w, "handler says "+http.StatusText(code), code)
 		}
 	}
+	busy := func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, order42, mock.NotAcquired, advisory.Try()) }
 	tests := []struct {
 		name       string
 		path       string
@@ -38,6 +36,7 @@ func TestXactLockOutcomes(t *testing.T) {
 		handler    http.HandlerFunc
 		wantStatus int
 		wantBody   string
+		emptyBody  bool // the body must be empty
 		wantHeader http.Header
 		wantCalled bool
 	}{
@@ -74,12 +73,7 @@ func TestXactLockOutcomes(t *testing.T) {
 			wantStatus: 500, wantBody: "handler says Internal Server Error\n", wantCalled: true,
 		},
 		{
-			name: "NotAcquired", path: "/orders/42", handler: ok,
-			expect: func(m sqlmock.Sqlmock) {
-				m.ExpectBegin()
-				m.ExpectExec(tryLock42).WithoutArgs().WillReturnResult(rows(0))
-				m.ExpectRollback()
-			},
+			name: "NotAcquired", path: "/orders/42", handler: ok, expect: busy,
 			wantStatus: 409, wantBody: "conflict: resource busy, retry later\n",
 			wantHeader: http.Header{"Retry-After": {"1"}},
 		},
@@ -100,26 +94,25 @@ func TestXactLockOutcomes(t *testing.T) {
 		},
 		{
 			name: "BeginConnectionException", path: "/orders/42", handler: ok,
-			expect: func(m sqlmock.Sqlmock) {
-				m.ExpectBegin().WillReturnError(&sqlState{"08006", errSecret.Error()})
-			},
+			expect:     func(m sqlmock.Sqlmock) { m.ExpectBegin().WillReturnError(mock.ServerError("08006")) },
+			wantStatus: 503, wantBody: "service unavailable\n",
+		},
+		{
+			name: "BeginTooManyConnections", path: "/orders/42", handler: ok,
+			expect:     func(m sqlmock.Sqlmock) { m.ExpectBegin().WillReturnError(mock.ServerError("53300")) },
 			wantStatus: 503, wantBody: "service unavailable\n",
 		},
 		{
 			name: "LockAdminShutdown", path: "/orders/42", handler: ok,
 			expect: func(m sqlmock.Sqlmock) {
-				m.ExpectBegin()
-				m.ExpectExec(tryLock42).WithoutArgs().WillReturnError(&sqlState{"57P01", errSecret.Error()})
-				m.ExpectRollback()
+				mock.ExpectWithXactLock(m, order42, mock.Failed, advisory.Try()).Lock.WillReturnError(mock.ServerError("57P01"))
 			},
 			wantStatus: 503, wantBody: "service unavailable\n",
 		},
 		{
 			name: "LockOtherError", path: "/orders/42", handler: ok,
 			expect: func(m sqlmock.Sqlmock) {
-				m.ExpectBegin()
-				m.ExpectExec(tryLock42).WithoutArgs().WillReturnError(&sqlState{"XX000", errSecret.Error()})
-				m.ExpectRollback()
+				mock.ExpectWithXactLock(m, order42, mock.Failed, advisory.Try()).Lock.WillReturnError(errSecret)
 			},
 			wantStatus: 500, wantBody: "internal server error\n",
 		},
@@ -154,9 +147,7 @@ func TestXactLockOutcomes(t *testing.T) {
 			name: "WaitGranted", path: "/orders/42", handler: ok,
 			opts: []middleware.Option{middleware.Wait(2 * time.Second)},
 			expect: func(m sqlmock.Sqlmock) {
-				m.ExpectBegin()
-				m.ExpectExec(waitLock42(2 * time.Second)).WithoutArgs().WillReturnResult(rows(0))
-				m.ExpectCommit()
+				mock.ExpectWithXactLock(m, order42, mock.Commit, advisory.Timeout(2*time.Second))
 			},
 			wantStatus: 200, wantBody: "ok", wantCalled: true,
 		},
@@ -164,44 +155,26 @@ func TestXactLockOutcomes(t *testing.T) {
 			name: "WaitExpires", path: "/orders/42", handler: ok,
 			opts: []middleware.Option{middleware.Wait(1500 * time.Millisecond)},
 			expect: func(m sqlmock.Sqlmock) {
-				m.ExpectBegin()
-				m.ExpectExec(waitLock42(1500 * time.Millisecond)).WithoutArgs().
-					WillReturnError(&sqlState{"55P03", "canceling statement due to lock timeout"})
-				m.ExpectRollback()
+				mock.ExpectWithXactLock(m, order42, mock.Failed, advisory.Timeout(1500*time.Millisecond)) // 55P03
 			},
 			wantStatus: 409, wantBody: "conflict: resource busy, retry later\n",
 			wantHeader: http.Header{"Retry-After": {"1"}},
 		},
 		{
-			name: "RetryAfterRoundsUp", path: "/orders/42", handler: ok,
-			opts: []middleware.Option{middleware.RetryAfter(2500 * time.Millisecond)},
-			expect: func(m sqlmock.Sqlmock) {
-				m.ExpectBegin()
-				m.ExpectExec(tryLock42).WithoutArgs().WillReturnResult(rows(0))
-				m.ExpectRollback()
-			},
+			name: "RetryAfterRoundsUp", path: "/orders/42", handler: ok, expect: busy,
+			opts:       []middleware.Option{middleware.RetryAfter(2500 * time.Millisecond)},
 			wantStatus: 409, wantHeader: http.Header{"Retry-After": {"3"}},
 		},
 		{
-			name: "RetryAfterZero", path: "/orders/42", handler: ok,
-			opts: []middleware.Option{middleware.RetryAfter(0)},
-			expect: func(m sqlmock.Sqlmock) {
-				m.ExpectBegin()
-				m.ExpectExec(tryLock42).WithoutArgs().WillReturnResult(rows(0))
-				m.ExpectRollback()
-			},
+			name: "RetryAfterZero", path: "/orders/42", handler: ok, expect: busy,
+			opts:       []middleware.Option{middleware.RetryAfter(0)},
 			wantStatus: 409, wantHeader: http.Header{"Retry-After": nil},
 		},
 		{
-			name: "ErrorResponseOverrides", path: "/orders/42", handler: ok,
+			name: "ErrorResponseOverrides", path: "/orders/42", handler: ok, expect: busy,
 			opts: []middleware.Option{
 				middleware.ErrorResponse(advisory.ErrNotAcquired, http.StatusConflict, "first"),
 				middleware.ErrorResponse(advisory.ErrNotAcquired, http.StatusLocked, "order is being changed"),
-			},
-			expect: func(m sqlmock.Sqlmock) {
-				m.ExpectBegin()
-				m.ExpectExec(tryLock42).WithoutArgs().WillReturnResult(rows(0))
-				m.ExpectRollback()
 			},
 			wantStatus: 423, wantBody: "order is being changed\n",
 			wantHeader: http.Header{"Retry-After": {"1"}},
@@ -210,11 +183,14 @@ func TestXactLockOutcomes(t *testing.T) {
 			name: "ErrorResponseCatchAll", path: "/orders/42", handler: ok,
 			opts: []middleware.Option{middleware.ErrorResponse(nil, http.StatusBadGateway, "upstream trouble")},
 			expect: func(m sqlmock.Sqlmock) {
-				m.ExpectBegin()
-				m.ExpectExec(tryLock42).WithoutArgs().WillReturnError(errSecret)
-				m.ExpectRollback()
+				mock.ExpectWithXactLock(m, order42, mock.Failed, advisory.Try()).Lock.WillReturnError(errSecret)
 			},
 			wantStatus: 502, wantBody: "upstream trouble\n",
+		},
+		{
+			name: "ErrorResponseEmptyBody", path: "/orders/42", handler: ok, expect: busy,
+			opts:       []middleware.Option{middleware.ErrorResponse(advisory.ErrNotAcquired, http.StatusTooManyRequests, "")},
+			wantStatus: 429, emptyBody: true, wantHeader: http.Header{"Content-Type": nil},
 		},
 		{
 			name: "ErrorResponseCatchAllKeepsDefaults", path: "/orders/x", handler: ok, expect: func(sqlmock.Sqlmock) {},
@@ -225,7 +201,7 @@ func TestXactLockOutcomes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			db, m := newMock(t)
+			db, m := mock.New(t, exact)
 			tt.expect(m)
 			called := false
 			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -245,10 +221,10 @@ func TestXactLockOutcomes(t *testing.T) {
 				t.Errorf("status %d, want %d", res.StatusCode, tt.wantStatus)
 			}
 			body := spy.Body.String()
-			if tt.wantBody != "" && body != tt.wantBody {
+			if (tt.wantBody != "" || tt.emptyBody) && body != tt.wantBody {
 				t.Errorf("body %q, want %q", body, tt.wantBody)
 			}
-			if strings.Contains(body, "secret") || strings.Contains(body, "SELECT") {
+			if strings.Contains(body, "secret") || strings.Contains(body, "SELECT") || strings.Contains(body, "SQLSTATE") {
 				t.Errorf("body %q leaks a driver message", body)
 			}
 			for k, v := range tt.wantHeader {
@@ -278,9 +254,7 @@ func TestXactLockErrorHandler(t *testing.T) {
 	}{
 		{"BadKey", "/orders/-", func(sqlmock.Sqlmock) {}, middleware.ErrBadKey},
 		{"NotAcquired", "/orders/42", func(m sqlmock.Sqlmock) {
-			m.ExpectBegin()
-			m.ExpectExec(tryLock42).WithoutArgs().WillReturnResult(rows(0))
-			m.ExpectRollback()
+			mock.ExpectWithXactLock(m, order42, mock.NotAcquired, advisory.Try())
 		}, advisory.ErrNotAcquired},
 		{"Unavailable", "/orders/42", func(m sqlmock.Sqlmock) {
 			m.ExpectBegin().WillReturnError(sql.ErrConnDone)
@@ -290,15 +264,13 @@ func TestXactLockErrorHandler(t *testing.T) {
 			m.ExpectCommit().WillReturnError(errSecret)
 		}, middleware.ErrCommit},
 		{"Other", "/orders/42", func(m sqlmock.Sqlmock) {
-			m.ExpectBegin()
-			m.ExpectExec(tryLock42).WithoutArgs().WillReturnError(errSecret)
-			m.ExpectRollback()
+			mock.ExpectWithXactLock(m, order42, mock.Failed, advisory.Try()).Lock.WillReturnError(errSecret)
 		}, errSecret},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			db, m := newMock(t)
+			db, m := mock.New(t, exact)
 			tt.expect(m)
 			var got error
 			mw := lock(db, middleware.ErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
@@ -324,6 +296,73 @@ func TestXactLockErrorHandler(t *testing.T) {
 	}
 }
 
+// TestXactLockErrorHandlerCannotSucceed checks that an error handler that
+// answers a failure with a success, or with nothing, sends 500 instead:
+// after a failed commit, a 2xx would report work that was rolled back.
+func TestXactLockErrorHandlerCannotSucceed(t *testing.T) {
+	t.Parallel()
+	answers := map[string]func(w http.ResponseWriter){
+		"OK":        func(w http.ResponseWriter) { w.WriteHeader(http.StatusOK) },
+		"Created":   func(w http.ResponseWriter) { w.WriteHeader(http.StatusCreated); io.WriteString(w, "created") },
+		"Redirect":  func(w http.ResponseWriter) { w.Header().Set("Location", "/x"); w.WriteHeader(http.StatusFound) },
+		"WriteOnly": func(w http.ResponseWriter) { io.WriteString(w, "fine") },
+		"FlushOnly": func(w http.ResponseWriter) { http.NewResponseController(w).Flush() },
+		"Nothing":   func(w http.ResponseWriter) {},
+	}
+	for name, answer := range answers {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			db, m := mock.New(t, exact)
+			expectLocked(m)
+			m.ExpectCommit().WillReturnError(errSecret)
+			var got error
+			mw := lock(db, middleware.ErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
+				got = err
+				answer(w)
+			}))
+			rec := httptest.NewRecorder()
+			ordersMux(mw, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusCreated)
+			})).ServeHTTP(rec, httptest.NewRequest("POST", "/orders/42", nil))
+			if !errors.Is(got, middleware.ErrCommit) {
+				t.Errorf("error handler got %v, want ErrCommit", got)
+			}
+			if rec.Code != http.StatusInternalServerError {
+				t.Errorf("status %d, want 500", rec.Code)
+			}
+		})
+	}
+}
+
+// TestXactLockNoLock checks that a KeyFunc returning ErrNoLock serves the
+// request without a transaction and without touching the database.
+func TestXactLockNoLock(t *testing.T) {
+	t.Parallel()
+	db, _ := mock.New(t, exact) // no expectations: any statement fails the test
+	key := func(r *http.Request) (advisory.Key, error) {
+		if r.Method == http.MethodGet {
+			return advisory.Key{}, fmt.Errorf("reads are not locked: %w", middleware.ErrNoLock)
+		}
+		return middleware.PathKey(ordersNS, "id")(r)
+	}
+	called := false
+	h := middleware.XactLock(db, key)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		called = true
+		if tx, ok := middleware.TxFromContext(r.Context()); ok {
+			t.Errorf("the handler got a transaction %p", tx)
+		}
+		io.WriteString(w, "read")
+	}))
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "/orders/42", nil)
+	// A transaction that a layer further out put in the context must not
+	// show through either.
+	h.ServeHTTP(rec, req.WithContext(middleware.NewContext(req.Context(), &sql.Tx{})))
+	if !called || rec.Code != 200 || rec.Body.String() != "read" {
+		t.Errorf("called %v, got %d %q", called, rec.Code, rec.Body)
+	}
+}
+
 // TestXactLockPanic checks that a panicking handler's transaction is rolled
 // back and that the panic goes on with its own value.
 func TestXactLockPanic(t *testing.T) {
@@ -331,9 +370,9 @@ func TestXactLockPanic(t *testing.T) {
 	for name, v := range map[string]any{"Value": "boom", "ErrAbortHandler": http.ErrAbortHandler} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			db, m := newMock(t)
+			db, m := mock.New(t, exact)
 			expectLocked(m)
-			m.ExpectExec("UPDATE orders SET paid = true WHERE id = 42").WillReturnResult(rows(1))
+			m.ExpectExec("UPDATE orders SET paid = true WHERE id = 42").WillReturnResult(affected(1))
 			m.ExpectRollback()
 			mux := ordersMux(lock(db), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				tx, _ := middleware.TxFromContext(r.Context())
@@ -357,31 +396,13 @@ func TestXactLockPanic(t *testing.T) {
 	}
 }
 
-// TestXactLockTxOptions checks that the transaction is begun with the given
-// options.
-func TestXactLockTxOptions(t *testing.T) {
-	t.Parallel()
-	db, m := newMock(t)
-	expectLocked(m)
-	m.ExpectCommit()
-	var sawTx bool
-	mw := lock(db, middleware.TxOptions(&sql.TxOptions{Isolation: sql.LevelDefault, ReadOnly: false}))
-	rec := httptest.NewRecorder()
-	ordersMux(mw, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, sawTx = middleware.TxFromContext(r.Context())
-	})).ServeHTTP(rec, httptest.NewRequest("GET", "/orders/42", nil))
-	if rec.Code != 200 || !sawTx {
-		t.Errorf("status %d, transaction seen %v", rec.Code, sawTx)
-	}
-}
-
 // TestXactLockHandlerUsesTx checks that the handler's statements run in the
 // request's transaction, between the lock and the commit.
 func TestXactLockHandlerUsesTx(t *testing.T) {
 	t.Parallel()
-	db, m := newMock(t)
+	db, m := mock.New(t, exact)
 	expectLocked(m)
-	m.ExpectExec("UPDATE orders SET paid = true WHERE id = 42").WillReturnResult(rows(1))
+	m.ExpectExec("UPDATE orders SET paid = true WHERE id = 42").WillReturnResult(affected(1))
 	m.ExpectCommit()
 	spy := newSpy(m)
 	ordersMux(lock(db), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -396,5 +417,22 @@ func TestXactLockHandlerUsesTx(t *testing.T) {
 	})).ServeHTTP(spy, httptest.NewRequest("POST", "/orders/42", nil))
 	if spy.Code != 204 || spy.atWrite != nil {
 		t.Errorf("status %d; expectations at the first write: %v", spy.Code, spy.atWrite)
+	}
+}
+
+// TestXactLockClosedDB checks that a closed *sql.DB is answered as an
+// unavailable database.
+func TestXactLockClosedDB(t *testing.T) {
+	t.Parallel()
+	db, _ := mock.New(t, exact)
+	db.Close()
+	var got error
+	rec := httptest.NewRecorder()
+	ordersMux(lock(db, middleware.ErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
+		got = err
+		http.Error(w, "service unavailable", http.StatusServiceUnavailable)
+	})), http.NotFoundHandler()).ServeHTTP(rec, httptest.NewRequest("GET", "/orders/42", nil))
+	if !errors.Is(got, middleware.ErrUnavailable) || rec.Code != 503 {
+		t.Errorf("got %d, error %v; want 503 and ErrUnavailable", rec.Code, got)
 	}
 }

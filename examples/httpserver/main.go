@@ -8,9 +8,13 @@
 // itself: the first request for order 42 pauses inside its handler, holding
 // the lock, while a second request for order 42 is refused with 409
 // Conflict and a request for order 43 is served. Then the first completes
-// with 200, order 42 is free again, and a malformed id gets 400. It prints
-// each response, checks the payments in the database, and exits: with
-// status 1 if anything differed from what the middleware promises.
+// with 200, order 42 is free again, and a malformed id gets 400. For every
+// 200, the handler stays running after its response has gone out until the
+// client has read the order's payments from another connection: the
+// payment is already there, which proves that the middleware committed
+// before the response, not after the handler returned. It prints each
+// response, checks the payments in the database, and exits: with status 1
+// if anything differed from what the middleware promises.
 //
 //	go run ./examples/httpserver [-driver pq|pgx]
 //

@@ -27,6 +27,7 @@ func TestRun(t *testing.T) {
 			"order 42 again, now free:          200 OK: order 42: payment 2 recorded",
 			"malformed id:                      400 Bad Request: bad request: invalid resource key",
 			"order 42 has 2 payment(s) in the database",
+			"ok: one request per order at a time; every 200 was committed before it was sent",
 		} {
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("output lacks %q:\n%s", want, out.String())

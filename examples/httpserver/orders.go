@@ -54,10 +54,15 @@ func (s *store) drop() {
 	_, _ = s.db.ExecContext(ctx, "DROP SCHEMA IF EXISTS "+s.schema+" CASCADE")
 }
 
-// payments returns the committed payments of order id.
-func (s *store) payments(ctx context.Context, id int) (int, error) {
+// queryRower is what *sql.DB and *sql.Conn share for reading a row.
+type queryRower interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// payments returns the committed payments of order id, read through q.
+func (s *store) payments(ctx context.Context, q queryRower, id int) (int, error) {
 	var n int
-	err := s.db.QueryRowContext(ctx, "SELECT payments FROM "+s.orders()+" WHERE id = $1", id).Scan(&n)
+	err := q.QueryRowContext(ctx, "SELECT payments FROM "+s.orders()+" WHERE id = $1", id).Scan(&n)
 	return n, err
 }
 
@@ -69,6 +74,12 @@ type app struct {
 	// ?pause sends on paused and waits for resume.
 	paused chan struct{}
 	resume chan struct{}
+	// checked holds a handler after its response has gone out, until
+	// the client has looked at the database: each receive lets one
+	// waiting handler return. So the client sees the database as it is
+	// before the handler returns, which proves that the commit came
+	// before the response, not after the handler.
+	checked chan struct{}
 }
 
 // handler returns the routes, with the payment behind the lock.
@@ -104,4 +115,13 @@ func (a *app) pay(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	fmt.Fprintf(w, "order %d: payment %d recorded\n", id, n) // commits, then writes
+	// Send the response now, and stay in the handler until the client
+	// has checked the payment from another connection.
+	if err := http.NewResponseController(w).Flush(); err != nil {
+		return
+	}
+	select {
+	case <-a.checked:
+	case <-ctx.Done():
+	}
 }

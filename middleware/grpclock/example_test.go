@@ -2,6 +2,7 @@ package grpclock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"net"
@@ -15,25 +16,26 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
+	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/middleware"
 	"github.com/pgadvisory/pgadvisory/middleware/grpclock"
+	"github.com/pgadvisory/pgadvisory/mock"
 )
 
 // Lock each Pay call on the order id in its request. The first call finds
 // order 42 free and commits; the second finds it held and is refused.
 func ExampleUnaryServerInterceptor() {
-	db, m, err := sqlmock.New(sqlmock.QueryMatcherOption(sqlmock.QueryMatcherEqual))
+	db, sm, err := sqlmock.New(sqlmock.QueryMatcherOption(sqlmock.QueryMatcherEqual))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer db.Close()
-	m.ExpectBegin()
-	m.ExpectExec("SELECT 1 WHERE pg_try_advisory_xact_lock(7,42)").WillReturnResult(sqlmock.NewResult(0, 1))
+	m := mock.WithQueryMatcher(sm, sqlmock.QueryMatcherEqual)
+	order42 := advisory.PairKey(7, 42)
+	mock.ExpectWithXactLock(m, order42, mock.Granted, advisory.Try())
 	m.ExpectExec("UPDATE orders SET paid = true WHERE id = $1").WithArgs(int64(42)).WillReturnResult(sqlmock.NewResult(0, 1))
 	m.ExpectCommit()
-	m.ExpectBegin()
-	m.ExpectExec("SELECT 1 WHERE pg_try_advisory_xact_lock(7,42)").WillReturnResult(sqlmock.NewResult(0, 0)) // held elsewhere
-	m.ExpectRollback()
+	mock.ExpectWithXactLock(m, order42, mock.NotAcquired, advisory.Try()) // held elsewhere
 
 	// The service's handler works in the call's transaction.
 	payOrder := func(ctx context.Context, req proto.Message) error {
@@ -76,11 +78,11 @@ func ExampleFieldKey() {
 	fmt.Println(err)
 	// Output:
 	// 7:42 <nil>
-	// grpclock: bad lock key: field "value" = 1099511627776: out of range [-2147483648, 2147483647]
+	// middleware: bad lock key: field "value" = "1099511627776": out of range [-2147483648, 2147483647]
 }
 
-// MetadataKey locks a stream on a metadata entry, hashed as
-// advisory.NameKey.
+// MetadataKey locks a stream on a name in its metadata, hashed as
+// advisory.NameKey: for namespaces of names, such as tenants.
 func ExampleMetadataKey() {
 	key := grpclock.MetadataKey(9, "x-tenant")
 	ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-tenant", "acme"))
@@ -88,4 +90,37 @@ func ExampleMetadataKey() {
 	fmt.Println(k, err)
 	// Output:
 	// 9:-1850687378 <nil>
+}
+
+// MetadataIDKey locks a stream on an integer id in its metadata: the same
+// key FieldKey gives a unary call whose request holds that id, so that a
+// stream and a call on order 42 exclude each other.
+func ExampleMetadataIDKey() {
+	stream := grpclock.MetadataIDKey(7, "x-order-id")
+	ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-order-id", "42"))
+	k1, _ := stream(ctx, "/shop.Orders/Watch")
+	unary := grpclock.FieldKey(7, "value")
+	k2, _ := unary(context.Background(), "/shop.Orders/Pay", wrapperspb.Int64(42))
+	fmt.Println(k1, k2, k1 == k2)
+	// Output:
+	// 7:42 7:42 true
+}
+
+// A key function returns middleware.ErrNoLock for the methods that need
+// no lock; they are served without a transaction.
+func ExampleKeyFunc_noLock() {
+	byOrder := grpclock.FieldKey(7, "value")
+	key := func(ctx context.Context, method string, req any) (advisory.Key, error) {
+		if method == "/shop.Orders/Get" {
+			return advisory.Key{}, middleware.ErrNoLock
+		}
+		return byOrder(ctx, method, req)
+	}
+	_, err := key(context.Background(), "/shop.Orders/Get", wrapperspb.Int64(42))
+	fmt.Println(errors.Is(err, middleware.ErrNoLock))
+	k, _ := key(context.Background(), "/shop.Orders/Pay", wrapperspb.Int64(42))
+	fmt.Println(k)
+	// Output:
+	// true
+	// 7:42
 }

@@ -3,6 +3,7 @@ package grpclock_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -43,7 +44,7 @@ func newOrderApp(t *testing.T, db *sql.DB) *orderApp {
 	a := &orderApp{
 		t:       t,
 		table:   fmt.Sprintf("grpclock_orders_%08x", uint32(advisory.HashText(t.Name()))),
-		entered: make(chan struct{}, 1),
+		entered: make(chan struct{}, 4),
 		release: make(chan struct{}),
 	}
 	if _, err := db.Exec("CREATE TABLE " + a.table + " (order_id bigint NOT NULL, tag text NOT NULL)"); err != nil {
@@ -149,9 +150,8 @@ func TestIntegration(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Run("Unary", func(t *testing.T) { testUnary(t, tg.DB) })
 		t.Run("Stream", func(t *testing.T) { testStream(t, tg.DB) })
-		if n := tg.DB.Stats().InUse; n != 0 {
-			t.Errorf("%d connections still in use", n)
-		}
+		t.Run("StreamCancelled", func(t *testing.T) { testStreamCancelled(t, tg.DB) })
+		awaitIdle(t, tg.DB)
 	})
 }
 
@@ -162,13 +162,35 @@ func ctxWith(t *testing.T, kv ...string) context.Context {
 	return metadata.AppendToOutgoingContext(ctx, kv...)
 }
 
+// serveOrders serves a's service with both interceptors, unary calls
+// locked on their "value" field and streams on their x-order-id metadata,
+// in the namespace ns, and returns a client connection and the channel
+// where an interceptor further out reports what each call returned.
+func serveOrders(t *testing.T, db *sql.DB, a *orderApp, ns int32) (*grpc.ClientConn, <-chan error) {
+	t.Helper()
+	ended := make(chan error, 16)
+	outerUnary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		resp, err := h(ctx, req)
+		ended <- err
+		return resp, err
+	}
+	outerStream := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		err := h(srv, ss)
+		ended <- err
+		return err
+	}
+	conn := startServer(t, a.service(),
+		grpc.ChainUnaryInterceptor(outerUnary, grpclock.UnaryServerInterceptor(db, grpclock.FieldKey(ns, "value"))),
+		grpc.ChainStreamInterceptor(outerStream, grpclock.StreamServerInterceptor(db, grpclock.MetadataIDKey(ns, "x-order-id"))))
+	return conn, ended
+}
+
 // testUnary: two concurrent calls for order 42 give one OK and one
 // Aborted; a bad id gives InvalidArgument; a failing handler's work is
 // rolled back and an OK call's work is committed by the time it returns.
 func testUnary(t *testing.T, db *sql.DB) {
 	a := newOrderApp(t, db)
-	ns := advisory.HashText(t.Name())
-	conn := startServer(t, a.service(), grpc.UnaryInterceptor(grpclock.UnaryServerInterceptor(db, grpclock.FieldKey(ns, "value"))))
+	conn, _ := serveOrders(t, db, a, testNamespace(t))
 	t.Cleanup(a.unblock) // before the server stops
 
 	first := async(func() error { return pay(ctxWith(t, "tag", "first", "block", "1"), conn, 42) })
@@ -201,11 +223,11 @@ func testUnary(t *testing.T, db *sql.DB) {
 }
 
 // testStream: two concurrent streams for order 42 give one OK and one
-// Aborted.
+// Aborted, and so does a unary call for order 42 while the stream holds
+// it: MetadataIDKey and FieldKey take the same lock.
 func testStream(t *testing.T, db *sql.DB) {
 	a := newOrderApp(t, db)
-	ns := advisory.HashText(t.Name())
-	conn := startServer(t, a.service(), grpc.StreamInterceptor(grpclock.StreamServerInterceptor(db, grpclock.MetadataKey(ns, "x-order-id"))))
+	conn, _ := serveOrders(t, db, a, testNamespace(t))
 	t.Cleanup(a.unblock)
 
 	first := async(func() error {
@@ -214,6 +236,7 @@ func testStream(t *testing.T, db *sql.DB) {
 	})
 	awaitBlocked(t, a, first)
 	msgs, second := watch(ctxWith(t), conn, "x-order-id", "42", "tag", "second")
+	unary := pay(ctxWith(t, "tag", "unary"), conn, 42)
 	a.unblock()
 	if err := await(t, first); err != nil {
 		t.Errorf("first stream: %v", err)
@@ -221,8 +244,11 @@ func testStream(t *testing.T, db *sql.DB) {
 	if status.Code(second) != codes.Aborted || len(msgs) != 0 {
 		t.Errorf("second stream: %v after %d messages, want Aborted before any", second, len(msgs))
 	}
-	if a.rows(t, db, "first") != 1 || a.rows(t, db, "second") != 0 {
-		t.Error("rows do not match the streams' outcomes")
+	if status.Code(unary) != codes.Aborted {
+		t.Errorf("unary call for the stream's order: %v, want Aborted", unary)
+	}
+	if a.rows(t, db, "first") != 1 || a.rows(t, db, "second") != 0 || a.rows(t, db, "unary") != 0 {
+		t.Error("rows do not match the calls' outcomes")
 	}
 	if _, err := watch(ctxWith(t), conn, "tag", "none"); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("stream without x-order-id: %v, want InvalidArgument", err)
@@ -234,3 +260,53 @@ func testStream(t *testing.T, db *sql.DB) {
 		t.Error("a failed stream's work was committed")
 	}
 }
+
+// testStreamCancelled: the client cancels a stream whose handler holds the
+// lock. The handler's work is not committed, the interceptor reports
+// context.Canceled, the lock is free again, and the connection goes back
+// to the pool.
+func testStreamCancelled(t *testing.T, db *sql.DB) {
+	a := newOrderApp(t, db)
+	conn, ended := serveOrders(t, db, a, testNamespace(t))
+	t.Cleanup(a.unblock)
+
+	ctx, cancel := context.WithCancel(ctxWith(t))
+	defer cancel()
+	gone := async(func() error {
+		_, err := watch(ctx, conn, "x-order-id", "42", "tag", "gone", "block", "1")
+		return err
+	})
+	awaitBlocked(t, a, gone)
+	cancel()
+	if err := await(t, gone); status.Code(err) != codes.Canceled {
+		t.Errorf("the client got %v, want Canceled", err)
+	}
+	if err := await(t, ended); !errors.Is(err, context.Canceled) || status.Code(err) != codes.Canceled {
+		t.Errorf("the interceptor returned %v, want a Canceled status matching context.Canceled", err)
+	}
+	if n := a.rows(t, db, "gone"); n != 0 {
+		t.Errorf("the cancelled stream's work left %d rows, want 0", n)
+	}
+	if _, err := watch(ctxWith(t), conn, "x-order-id", "42", "tag", "after"); err != nil {
+		t.Errorf("the next stream for the order: %v; the lock is still held", err)
+	}
+	awaitIdle(t, db)
+}
+
+// awaitIdle waits until db has no connection in use. A transaction that
+// the call's context ended is rolled back by database/sql in a goroutine
+// of its own, so the connection may come back a moment after the call.
+func awaitIdle(t *testing.T, db *sql.DB) {
+	t.Helper()
+	deadline := time.Now().Add(safetyNet)
+	for db.Stats().InUse != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections still in use", db.Stats().InUse)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// testNamespace gives each test its own key namespace, so that tests
+// sharing a server never share a lock.
+func testNamespace(t *testing.T) int32 { return advisory.HashText(t.Name()) & 0x7fffffff }

@@ -2,20 +2,18 @@ package grpclock
 
 import (
 	"database/sql"
-	"fmt"
-	"math"
 	"time"
 
-	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/reqlock"
 )
 
 // An Option changes how [UnaryServerInterceptor] and
-// [StreamServerInterceptor] take their lock. Both take the same options.
+// [StreamServerInterceptor] take their lock and report a busy one. Both
+// take the same options.
 type Option func(*options)
 
 type options struct {
-	wait   time.Duration
-	txOpts *sql.TxOptions
+	reqlock.Config
 }
 
 // Wait makes the interceptor wait up to d for a lock that another call
@@ -27,35 +25,33 @@ type options struct {
 // Wait panics if d is negative or longer than the server's limit of
 // math.MaxInt32 milliseconds.
 func Wait(d time.Duration) Option {
-	if d < 0 {
-		panic(fmt.Sprintf("grpclock: Wait(%v): negative duration", d))
-	}
-	if d > math.MaxInt32*time.Millisecond {
-		panic(fmt.Sprintf("grpclock: Wait(%v): longer than the server's limit of %d ms", d, math.MaxInt32))
-	}
-	return func(o *options) { o.wait = d }
+	reqlock.CheckWait("grpclock", d)
+	return func(o *options) { o.Wait = d }
+}
+
+// RetryAfter sets the delay that an Aborted status for a busy lock
+// suggests to the client, in an errdetails.RetryInfo detail. The default
+// is one second; RetryAfter(0) sends no detail.
+//
+// RetryAfter panics if d is negative.
+func RetryAfter(d time.Duration) Option {
+	reqlock.CheckRetryAfter("grpclock", d)
+	return func(o *options) { o.RetryAfter = d }
 }
 
 // TxOptions sets the isolation level and read-only flag of the call's
-// transaction.
+// transaction. A nil opts keeps the database's defaults.
 func TxOptions(opts *sql.TxOptions) Option {
-	return func(o *options) { o.txOpts = opts }
+	return func(o *options) { o.TxOptions = opts }
 }
 
-// lockOptions applies opts and returns what advisory.WithXactLock needs.
-func lockOptions(opts []Option) []advisory.Option {
-	o := &options{}
+// newOptions applies opts over the defaults.
+func newOptions(opts []Option) *options {
+	o := &options{Config: reqlock.NewConfig()}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(o)
 		}
 	}
-	lock := []advisory.Option{advisory.Try()}
-	if o.wait > 0 {
-		lock[0] = advisory.Timeout(o.wait)
-	}
-	if o.txOpts != nil {
-		lock = append(lock, advisory.TxOptions(o.txOpts))
-	}
-	return lock
+	return o
 }

@@ -2,13 +2,11 @@ package grpclock_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"io"
 	"net"
 	"testing"
 
-	"github.com/DATA-DOG/go-sqlmock"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
@@ -82,7 +80,9 @@ func unaryHandler(method string, newReq func() proto.Message) func(any, context.
 func startServer(t *testing.T, svc *ordersService, opts ...grpc.ServerOption) *grpc.ClientConn {
 	t.Helper()
 	lis := bufconn.Listen(1 << 20)
-	srv := grpc.NewServer(opts...)
+	// WaitForHandlers makes Stop wait for every handler, so that no
+	// goroutine of the test outlives it.
+	srv := grpc.NewServer(append(opts, grpc.WaitForHandlers(true))...)
 	srv.RegisterService(&ordersDesc, svc)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
@@ -134,29 +134,3 @@ func watch(ctx context.Context, conn *grpc.ClientConn, kv ...string) ([]string, 
 		got = append(got, m.GetValue())
 	}
 }
-
-// newMock returns a database whose statements must match the expected SQL
-// exactly, and checks at cleanup that every expectation was met.
-func newMock(t *testing.T) (*sql.DB, sqlmock.Sqlmock) {
-	t.Helper()
-	db, m, err := sqlmock.New(sqlmock.QueryMatcherOption(sqlmock.QueryMatcherEqual))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		db.Close()
-		if err := m.ExpectationsWereMet(); err != nil {
-			t.Error(err)
-		}
-	})
-	return db, m
-}
-
-// rows is the result of a statement that affected n rows.
-func rows(n int64) sql.Result { return sqlmock.NewResult(0, n) }
-
-// sqlState is a driver error carrying a SQLSTATE, as lib/pq's and pgx's do.
-type sqlState struct{ code, msg string }
-
-func (e *sqlState) Error() string    { return "driver: " + e.msg + " (SQLSTATE " + e.code + ")" }
-func (e *sqlState) SQLState() string { return e.code }

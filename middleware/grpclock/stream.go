@@ -3,19 +3,31 @@ package grpclock
 import (
 	"context"
 	"database/sql"
+	"errors"
 
 	"google.golang.org/grpc"
 
-	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/reqlock"
 	"github.com/pgadvisory/pgadvisory/middleware"
 )
 
 // StreamServerInterceptor returns an interceptor that runs each streaming
 // call in a transaction holding a transaction-level advisory lock on the
 // key that key finds in the call's context, such as its metadata
-// ([MetadataKey]). It behaves as [UnaryServerInterceptor] does: the handler
-// finds the transaction with middleware.TxFromContext(stream.Context()),
-// a nil error commits, and an error or a panic rolls back.
+// ([MetadataIDKey]). It behaves as [UnaryServerInterceptor] does: the
+// handler finds the transaction with
+// middleware.TxFromContext(stream.Context()), a nil error commits, an
+// error or a panic rolls back, and middleware.ErrNoLock from key serves
+// the stream without a transaction.
+//
+// The transaction, one of db's pooled connections and the lock are held
+// for the stream's whole life, until the handler returns: a stream that
+// stays open for minutes keeps every other call for the resource out, and
+// a connection out of the pool, for minutes. For long-lived or
+// bidirectional streams, lock per message instead: serve the stream
+// without this interceptor (or with a key function that returns
+// middleware.ErrNoLock) and call advisory.WithXactLock in the handler for
+// each message.
 //
 // Messages the handler sends reach the client as they are sent, before the
 // commit; only the call's final status says whether the work was
@@ -30,35 +42,36 @@ func StreamServerInterceptor(db *sql.DB, key StreamKeyFunc, opts ...Option) grpc
 	case key == nil:
 		panic("grpclock: StreamServerInterceptor: nil StreamKeyFunc")
 	}
-	lockOpts := lockOptions(opts)
+	o := newOptions(opts)
+	lockOpts := o.LockOptions()
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		k, err := key(ss.Context(), info.FullMethod)
-		if err != nil {
+		ctx := ss.Context()
+		k, err := key(ctx, info.FullMethod)
+		switch {
+		case errors.Is(err, middleware.ErrNoLock):
+			return handler(srv, &serverStream{ServerStream: ss, ctx: middleware.NewContext(ctx, nil)})
+		case err != nil:
 			return keyStatus(err)
 		}
-		var (
-			herr    error
-			handled bool
-		)
-		err = advisory.WithXactLock(ss.Context(), db, k, func(ctx context.Context, tx *sql.Tx) error {
-			handled = true
+		var herr error
+		called, err := reqlock.Run(ctx, db, k, lockOpts, func(ctx context.Context, tx *sql.Tx) error {
 			herr = handler(srv, &serverStream{ServerStream: ss, ctx: middleware.NewContext(ctx, tx)})
 			return herr
-		}, lockOpts...)
+		})
 		switch {
-		case !handled:
-			return lockStatus(err)
+		case !called:
+			return o.lockStatus(ctx, err)
 		case herr != nil:
 			return herr
 		case err != nil:
-			return commitStatus(err)
+			return commitStatus(ctx, err)
 		}
 		return nil
 	}
 }
 
 // serverStream is a grpc.ServerStream whose context carries the call's
-// transaction.
+// transaction, or none.
 type serverStream struct {
 	grpc.ServerStream
 	ctx context.Context

@@ -3,10 +3,11 @@ package grpclock
 import (
 	"context"
 	"database/sql"
+	"errors"
 
 	"google.golang.org/grpc"
 
-	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/reqlock"
 	"github.com/pgadvisory/pgadvisory/middleware"
 )
 
@@ -17,12 +18,17 @@ import (
 // so), and calls the handler with the transaction in its context, where
 // middleware.TxFromContext finds it. It commits if the handler returns a
 // nil error, before the response is sent, and rolls back if the handler
-// returns an error or panics; a panic continues after the rollback. The
-// lock is released when the transaction ends.
+// returns an error or panics; a panic continues after the rollback. A
+// call whose context has ended by the time the handler returns nil is
+// rolled back too, and fails with codes.Canceled or
+// codes.DeadlineExceeded. The
+// lock is released when the transaction ends. A key function that returns
+// middleware.ErrNoLock has the call served without a transaction.
 //
 // A busy lock fails the call with codes.Aborted without calling the
 // handler; see the package documentation for every code. The handler's own
-// error is returned as it is.
+// error is returned as it is. Each call holds one of db's connections
+// while its handler runs.
 //
 // UnaryServerInterceptor panics if db or key is nil.
 func UnaryServerInterceptor(db *sql.DB, key KeyFunc, opts ...Option) grpc.UnaryServerInterceptor {
@@ -32,29 +38,31 @@ func UnaryServerInterceptor(db *sql.DB, key KeyFunc, opts ...Option) grpc.UnaryS
 	case key == nil:
 		panic("grpclock: UnaryServerInterceptor: nil KeyFunc")
 	}
-	lockOpts := lockOptions(opts)
+	o := newOptions(opts)
+	lockOpts := o.LockOptions()
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		k, err := key(ctx, info.FullMethod, req)
-		if err != nil {
+		switch {
+		case errors.Is(err, middleware.ErrNoLock):
+			return handler(middleware.NewContext(ctx, nil), req)
+		case err != nil:
 			return nil, keyStatus(err)
 		}
 		var (
-			resp    any
-			herr    error
-			handled bool
+			resp any
+			herr error
 		)
-		err = advisory.WithXactLock(ctx, db, k, func(ctx context.Context, tx *sql.Tx) error {
-			handled = true
+		called, err := reqlock.Run(ctx, db, k, lockOpts, func(ctx context.Context, tx *sql.Tx) error {
 			resp, herr = handler(middleware.NewContext(ctx, tx), req)
 			return herr
-		}, lockOpts...)
+		})
 		switch {
-		case !handled:
-			return nil, lockStatus(err)
+		case !called:
+			return nil, o.lockStatus(ctx, err)
 		case herr != nil:
 			return resp, herr
 		case err != nil:
-			return nil, commitStatus(err)
+			return nil, commitStatus(ctx, err)
 		}
 		return resp, nil
 	}

@@ -2,9 +2,8 @@ package grpclock_test
 
 import (
 	"context"
-	"errors"
+	"database/sql"
 	"net"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,29 +15,16 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 	"github.com/pgadvisory/pgadvisory/middleware"
 	"github.com/pgadvisory/pgadvisory/middleware/grpclock"
+	"github.com/pgadvisory/pgadvisory/mock"
 )
-
-// ordersNS is the namespace of order keys in the tests.
-const ordersNS = 7
-
-// errSecret stands for a driver error whose text must never reach a
-// client.
-var errSecret = errors.New("secret: SELECT pg_advisory_xact_lock failed on host db-7")
-
-var (
-	tryLock42 = sqltext.TryLock(true, false, sqltext.PairArg(ordersNS, 42))
-	waitLock  = sqltext.LockTimeout(sqltext.Lock(true, false, sqltext.PairArg(ordersNS, 42)), 1500, true)
-	tryAcme   = sqltext.TryLock(true, false, sqltext.PairArg(ordersNS, advisory.HashText("acme")))
-)
-
-const update42 = "UPDATE orders SET paid = true WHERE id = 42"
 
 func TestUnaryOutcomes(t *testing.T) {
 	t.Parallel()
 	errClosed := status.Error(codes.FailedPrecondition, "order closed")
+	try := advisory.Try()
+	granted := func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, order42, mock.Granted, try); expectUpdate42(m) }
 	tests := []struct {
 		name       string
 		opts       []grpclock.Option
@@ -52,50 +38,33 @@ func TestUnaryOutcomes(t *testing.T) {
 	}{
 		{
 			name: "Commit", method: methodPay, req: wrapperspb.Int64(42),
-			expect: func(m sqlmock.Sqlmock) {
-				m.ExpectBegin()
-				m.ExpectExec(tryLock42).WithoutArgs().WillReturnResult(rows(1))
-				m.ExpectExec(update42).WillReturnResult(rows(1))
-				m.ExpectCommit()
-			},
+			expect:   func(m sqlmock.Sqlmock) { granted(m); m.ExpectCommit() },
 			wantCode: codes.OK, wantCalled: true,
 		},
 		{
 			name: "StringField", method: methodRename, req: wrapperspb.String("acme"),
 			expect: func(m sqlmock.Sqlmock) {
-				m.ExpectBegin()
-				m.ExpectExec(tryAcme).WithoutArgs().WillReturnResult(rows(1))
-				m.ExpectExec(update42).WillReturnResult(rows(1))
+				mock.ExpectWithXactLock(m, advisory.NameKey(ordersNS, "acme"), mock.Granted, try)
+				expectUpdate42(m)
 				m.ExpectCommit()
 			},
 			wantCode: codes.OK, wantCalled: true,
 		},
 		{
 			name: "HandlerErrorRollsBack", method: methodPay, req: wrapperspb.Int64(42), handlerErr: errClosed,
-			expect: func(m sqlmock.Sqlmock) {
-				m.ExpectBegin()
-				m.ExpectExec(tryLock42).WithoutArgs().WillReturnResult(rows(1))
-				m.ExpectExec(update42).WillReturnResult(rows(1))
-				m.ExpectRollback()
-			},
+			expect:   func(m sqlmock.Sqlmock) { granted(m); m.ExpectRollback() },
 			wantCode: codes.FailedPrecondition, wantMsg: "order closed", wantCalled: true,
 		},
 		{
 			name: "NotAcquired", method: methodPay, req: wrapperspb.Int64(42),
-			expect: func(m sqlmock.Sqlmock) {
-				m.ExpectBegin()
-				m.ExpectExec(tryLock42).WithoutArgs().WillReturnResult(rows(0))
-				m.ExpectRollback()
-			},
+			expect:   func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, order42, mock.NotAcquired, try) },
 			wantCode: codes.Aborted, wantMsg: "grpclock: resource busy: another call holds its lock; retry later",
 		},
 		{
 			name: "WaitExpires", method: methodPay, req: wrapperspb.Int64(42),
 			opts: []grpclock.Option{grpclock.Wait(1500 * time.Millisecond)},
 			expect: func(m sqlmock.Sqlmock) {
-				m.ExpectBegin()
-				m.ExpectExec(waitLock).WithoutArgs().WillReturnError(&sqlState{"55P03", "canceling statement due to lock timeout"})
-				m.ExpectRollback()
+				mock.ExpectWithXactLock(m, order42, mock.Failed, advisory.Timeout(1500*time.Millisecond)) // 55P03
 			},
 			wantCode: codes.Aborted,
 		},
@@ -103,20 +72,20 @@ func TestUnaryOutcomes(t *testing.T) {
 			name: "WaitGranted", method: methodPay, req: wrapperspb.Int64(42),
 			opts: []grpclock.Option{grpclock.Wait(1500 * time.Millisecond)},
 			expect: func(m sqlmock.Sqlmock) {
-				m.ExpectBegin()
-				m.ExpectExec(waitLock).WithoutArgs().WillReturnResult(rows(0))
-				m.ExpectExec(update42).WillReturnResult(rows(1))
+				mock.ExpectWithXactLock(m, order42, mock.Granted, advisory.Timeout(1500*time.Millisecond))
+				expectUpdate42(m)
 				m.ExpectCommit()
 			},
 			wantCode: codes.OK, wantCalled: true,
 		},
 		{
 			name: "IDOutOfRange", method: methodPay, req: wrapperspb.Int64(1 << 40), expect: func(sqlmock.Sqlmock) {},
-			wantCode: codes.InvalidArgument, wantMsg: `grpclock: bad lock key: field "value" = 1099511627776: out of range [-2147483648, 2147483647]`,
+			wantCode: codes.InvalidArgument,
+			wantMsg:  `middleware: bad lock key: field "value" = "1099511627776": out of range [-2147483648, 2147483647]`,
 		},
 		{
 			name: "IDMissing", method: methodPay, req: wrapperspb.Int64(0), expect: func(sqlmock.Sqlmock) {},
-			wantCode: codes.InvalidArgument, wantMsg: `grpclock: bad lock key: field "value" is unset or zero`,
+			wantCode: codes.InvalidArgument, wantMsg: `middleware: bad lock key: field "value": unset`,
 		},
 		{
 			name: "NameMissing", method: methodRename, req: wrapperspb.String(""), expect: func(sqlmock.Sqlmock) {},
@@ -130,38 +99,34 @@ func TestUnaryOutcomes(t *testing.T) {
 			wantCode: codes.Unavailable, wantMsg: "grpclock: database unavailable",
 		},
 		{
+			name: "BeginTooManyConnections", method: methodPay, req: wrapperspb.Int64(42),
+			expect:   func(m sqlmock.Sqlmock) { m.ExpectBegin().WillReturnError(mock.ServerError("53300")) },
+			wantCode: codes.Unavailable,
+		},
+		{
 			name: "LockAdminShutdown", method: methodPay, req: wrapperspb.Int64(42),
 			expect: func(m sqlmock.Sqlmock) {
-				m.ExpectBegin()
-				m.ExpectExec(tryLock42).WithoutArgs().WillReturnError(&sqlState{"57P01", errSecret.Error()})
-				m.ExpectRollback()
+				mock.ExpectWithXactLock(m, order42, mock.Failed, try).Lock.WillReturnError(mock.ServerError("57P01"))
 			},
 			wantCode: codes.Unavailable,
 		},
 		{
 			name: "LockOtherError", method: methodPay, req: wrapperspb.Int64(42),
 			expect: func(m sqlmock.Sqlmock) {
-				m.ExpectBegin()
-				m.ExpectExec(tryLock42).WithoutArgs().WillReturnError(&sqlState{"XX000", errSecret.Error()})
-				m.ExpectRollback()
+				mock.ExpectWithXactLock(m, order42, mock.Failed, try).Lock.WillReturnError(errSecret)
 			},
 			wantCode: codes.Internal, wantMsg: "grpclock: internal error",
 		},
 		{
 			name: "CommitFails", method: methodPay, req: wrapperspb.Int64(42),
-			expect: func(m sqlmock.Sqlmock) {
-				m.ExpectBegin()
-				m.ExpectExec(tryLock42).WithoutArgs().WillReturnResult(rows(1))
-				m.ExpectExec(update42).WillReturnResult(rows(1))
-				m.ExpectCommit().WillReturnError(errSecret)
-			},
+			expect:   func(m sqlmock.Sqlmock) { granted(m); m.ExpectCommit().WillReturnError(errSecret) },
 			wantCode: codes.Internal, wantMsg: "grpclock: commit failed; the call's work was rolled back", wantCalled: true,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			db, m := newMock(t)
+			db, m := mock.New(t, exact)
 			tt.expect(m)
 			called := false
 			svc := &ordersService{unary: func(ctx context.Context, req proto.Message) error {
@@ -186,8 +151,8 @@ func TestUnaryOutcomes(t *testing.T) {
 			if tt.wantMsg != "" && s.Message() != tt.wantMsg {
 				t.Errorf("message %q, want %q", s.Message(), tt.wantMsg)
 			}
-			if strings.Contains(s.Message(), "secret") || strings.Contains(s.Message(), "SELECT") {
-				t.Errorf("message %q leaks a driver message", s.Message())
+			if leaks(s.Message()) {
+				t.Errorf("message %q leaks a detail", s.Message())
 			}
 			if called != tt.wantCalled {
 				t.Errorf("handler called: %v, want %v", called, tt.wantCalled)
@@ -204,10 +169,8 @@ var unaryInfo = &grpc.UnaryServerInfo{FullMethod: methodPay}
 // interceptor is called directly.
 func TestUnaryPanic(t *testing.T) {
 	t.Parallel()
-	db, m := newMock(t)
-	m.ExpectBegin()
-	m.ExpectExec(tryLock42).WithoutArgs().WillReturnResult(rows(1))
-	m.ExpectRollback()
+	db, m := mock.New(t, exact)
+	mock.ExpectWithXactLock(m, order42, mock.Rollback, advisory.Try())
 	interceptor := grpclock.UnaryServerInterceptor(db, grpclock.FieldKey(ordersNS, "value"))
 	defer func() {
 		if v := recover(); v != "boom" {
@@ -221,7 +184,7 @@ func TestUnaryPanic(t *testing.T) {
 }
 
 // TestUnaryContextEnded checks that a call whose context has ended gets
-// the matching code.
+// the matching code, and that the handler is not called.
 func TestUnaryContextEnded(t *testing.T) {
 	t.Parallel()
 	cancelled, cancel := context.WithCancel(context.Background())
@@ -237,7 +200,7 @@ func TestUnaryContextEnded(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			db, _ := newMock(t)
+			db, _ := mock.New(t, exact)
 			interceptor := grpclock.UnaryServerInterceptor(db, grpclock.FieldKey(ordersNS, "value"))
 			_, err := interceptor(tt.ctx, wrapperspb.Int64(42), unaryInfo, func(ctx context.Context, req any) (any, error) {
 				t.Error("handler called")
@@ -250,51 +213,27 @@ func TestUnaryContextEnded(t *testing.T) {
 	}
 }
 
-// TestKeyFuncStatus checks that a key function's own status passes
-// through, and that a plain error becomes InvalidArgument.
-func TestKeyFuncStatus(t *testing.T) {
+// TestUnaryNoLock checks that a key function returning ErrNoLock has the
+// call served without a transaction and without the database.
+func TestUnaryNoLock(t *testing.T) {
 	t.Parallel()
-	db, _ := newMock(t)
-	for name, tt := range map[string]struct {
-		err  error
-		want codes.Code
-	}{
-		"Plain":    {errors.New("no tenant"), codes.InvalidArgument},
-		"NotFound": {status.Error(codes.NotFound, "no such tenant"), codes.NotFound},
-	} {
-		key := func(context.Context, string, any) (advisory.Key, error) { return advisory.Key{}, tt.err }
-		_, err := grpclock.UnaryServerInterceptor(db, key)(context.Background(), nil, unaryInfo,
-			func(context.Context, any) (any, error) { t.Error("handler called"); return nil, nil })
-		if got := status.Code(err); got != tt.want {
-			t.Errorf("%s: code %v, want %v", name, got, tt.want)
-		}
+	db, _ := mock.New(t, exact) // no expectations
+	key := func(ctx context.Context, method string, req any) (advisory.Key, error) {
+		return advisory.Key{}, middleware.ErrNoLock
 	}
-}
-
-// TestBuildPanics checks that bad configuration panics at build time,
-// naming the package.
-func TestBuildPanics(t *testing.T) {
-	t.Parallel()
-	db, _ := newMock(t)
-	for name, build := range map[string]func(){
-		"UnaryNilDB":       func() { grpclock.UnaryServerInterceptor(nil, grpclock.FieldKey(1, "id")) },
-		"UnaryNilKey":      func() { grpclock.UnaryServerInterceptor(db, nil) },
-		"StreamNilDB":      func() { grpclock.StreamServerInterceptor(nil, grpclock.MetadataKey(1, "x-id")) },
-		"StreamNilKey":     func() { grpclock.StreamServerInterceptor(db, nil) },
-		"NegativeWait":     func() { grpclock.Wait(-time.Second) },
-		"WaitTooLong":      func() { grpclock.Wait(1 << 62) },
-		"BadFieldName":     func() { grpclock.FieldKey(1, "order-id") },
-		"EmptyFieldName":   func() { grpclock.FieldKey(1, "") },
-		"EmptyMetadataKey": func() { grpclock.MetadataKey(1, "") },
-	} {
-		t.Run(name, func(t *testing.T) {
-			defer func() {
-				s, ok := recover().(string)
-				if !ok || !strings.HasPrefix(s, "grpclock: ") {
-					t.Errorf("panic %q, want one starting with %q", s, "grpclock: ")
-				}
-			}()
-			build()
+	called := false
+	// A transaction that an interceptor further out put in the context
+	// must not show through.
+	ctx := middleware.NewContext(context.Background(), &sql.Tx{})
+	resp, err := grpclock.UnaryServerInterceptor(db, key)(ctx, wrapperspb.Int64(42), unaryInfo,
+		func(ctx context.Context, req any) (any, error) {
+			called = true
+			if _, ok := middleware.TxFromContext(ctx); ok {
+				t.Error("the handler got a transaction")
+			}
+			return "served", nil
 		})
+	if !called || err != nil || resp != "served" {
+		t.Errorf("called %v, got %v, %v", called, resp, err)
 	}
 }
