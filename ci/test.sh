@@ -16,7 +16,15 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 step() { printf '\n== %s\n' "$*"; }
-under_ci() { [[ -n ${CI:-} && ${CI:-} != false && ${CI:-} != 0 ]]; }
+# The same rule as internal/pgtest: CI is on unless unset, "", 0, false or no.
+under_ci() {
+	case "$(printf '%s' "${CI:-}" | tr '[:upper:]' '[:lower:]')" in
+	"" | 0 | false | no) return 1 ;;
+	esac
+	return 0
+}
+phase_start=$SECONDS
+phase_done() { echo "($1 took $((SECONDS - phase_start))s)"; phase_start=$SECONDS; }
 
 command -v go >/dev/null 2>&1 || {
 	echo "test: error: go is not on PATH" >&2
@@ -38,6 +46,8 @@ else
 	echo "PGADVISORY_TEST_IMAGES=$PGADVISORY_TEST_IMAGES"
 fi
 
+phase_done images
+
 step "gofmt"
 unformatted="$(gofmt -l .)"
 if [[ -n $unformatted ]]; then
@@ -49,6 +59,24 @@ echo "all files formatted"
 
 step "go vet"
 go vet ./...
+phase_done "go vet"
+
+step "staticcheck"
+# Clean where it installs: a pinned version from the module proxy, into a
+# cache outside the repository; a machine that cannot get it says so and
+# goes on.
+staticcheck_version=v0.8.2
+staticcheck="$(go env GOPATH)/bin/staticcheck"
+if ! "$staticcheck" -version 2>/dev/null | grep -q "(${staticcheck_version#v})"; then
+	go install "honnef.co/go/tools/cmd/staticcheck@$staticcheck_version" 2>&1 | tail -n 3 || true
+fi
+if [[ -x $staticcheck ]]; then
+	"$staticcheck" ./...
+	echo "staticcheck: clean"
+else
+	echo "test: warning: staticcheck $staticcheck_version could not be installed; skipped" >&2
+fi
+phase_done staticcheck
 
 step "go test"
 # Verbose output goes to a log; the terminal gets the package results, the

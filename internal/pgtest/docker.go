@@ -29,7 +29,7 @@ const containerMaxWait = 60 * time.Second
 
 // containerExpiry is a safety net: a container left running this long after
 // its start is stopped, and so removed.
-const containerExpiry = 900 // seconds
+const containerExpiry = 1500 // seconds: longer than ci/test.sh's -timeout 15m
 
 // dockerPool connects to the Docker engine that the environment names
 // (DOCKER_HOST, or the default socket) and checks that it answers.
