@@ -25,8 +25,8 @@ type LockInfo struct {
 
 	PID             int    // the backend's process ID; 0 for a prepared transaction
 	Database        string // the database the lock belongs to
-	ApplicationName string
-	User            string
+	ApplicationName string // the session's application_name; "" if it set none
+	User            string // the role the session logged in as
 	ClientAddr      string // the client's IP address; "" over a Unix socket
 	State           string // "active", "idle in transaction", "idle", ...
 	Query           string // the session's current or last statement
@@ -120,6 +120,7 @@ func pidList(pids []int) string {
 // An InspectOption changes what [Inspect] reports.
 type InspectOption func(*inspectOptions)
 
+// inspectOptions holds what the InspectOptions of one call set.
 type inspectOptions struct {
 	registry *Registry
 	allDBs   bool
@@ -290,8 +291,9 @@ func parseIntArray(s string) ([]int, error) {
 	if s == "" {
 		return nil, nil
 	}
-	inner, ok := strings.CutPrefix(s, "{")
-	if inner, ok = strings.CutSuffix(inner, "}"); !ok {
+	inner, okPrefix := strings.CutPrefix(s, "{")
+	inner, okSuffix := strings.CutSuffix(inner, "}")
+	if !okPrefix || !okSuffix {
 		return nil, fmt.Errorf("advisory: malformed int array %q", s)
 	}
 	if inner == "" {

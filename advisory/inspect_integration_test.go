@@ -27,9 +27,6 @@ import (
 // and no other's, and fixed keys such as 100:hashtext('sync_inventory')
 // cannot collide with other tests sharing the server.
 
-// inspPollTimeout bounds the wait for the server to show a state.
-const inspPollTimeout = 15 * time.Second
-
 // inspName returns a fresh lower-case identifier starting with prefix.
 func inspName(prefix string) string {
 	b := make([]byte, 6)
@@ -88,42 +85,11 @@ func inspDatabase(t *testing.T, tg pgtest.Target, app string) pgtest.Target {
 	return pgtest.Target{Server: &srv, Driver: tg.Driver, DB: srv.Open(t, tg.Driver)}
 }
 
-// inspConn takes a dedicated connection, closed at t's cleanup.
-func inspConn(t *testing.T, db *sql.DB) *sql.Conn {
-	t.Helper()
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
-}
-
-// inspPID returns the backend pid of conn's session.
-func inspPID(t *testing.T, conn *sql.Conn) int {
-	t.Helper()
-	var pid int
-	if err := conn.QueryRowContext(context.Background(), "SELECT pg_backend_pid()").Scan(&pid); err != nil {
-		t.Fatal(err)
-	}
-	return pid
-}
-
-// inspExec runs a statement on q and fails t on error.
-func inspExec(t *testing.T, q interface {
-	ExecContext(context.Context, string, ...any) (sql.Result, error)
-}, stmt string) {
-	t.Helper()
-	if _, err := q.ExecContext(context.Background(), stmt); err != nil {
-		t.Fatalf("%s: %v", stmt, err)
-	}
-}
-
 // inspUntil polls Inspect until done accepts its answer, and returns that
-// answer. It fails t if Inspect fails or inspPollTimeout passes.
+// answer. It fails t if Inspect fails or pgPollTimeout passes.
 func inspUntil(t *testing.T, db *sql.DB, done func([]advisory.LockInfo) bool, opts ...advisory.InspectOption) []advisory.LockInfo {
 	t.Helper()
-	deadline := time.Now().Add(inspPollTimeout)
+	deadline := time.Now().Add(pgPollTimeout)
 	for {
 		locks, err := advisory.Inspect(context.Background(), db, opts...)
 		if err != nil {
@@ -133,7 +99,7 @@ func inspUntil(t *testing.T, db *sql.DB, done func([]advisory.LockInfo) bool, op
 			return locks
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("Inspect still shows, after %v:\n%v", inspPollTimeout, locks)
+			t.Fatalf("Inspect still shows, after %v:\n%v", pgPollTimeout, locks)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -200,8 +166,8 @@ func TestInspectIntegration(t *testing.T) {
 		pairBoth := advisory.PairKey(math.MinInt32, -1)
 		xactKey := advisory.Int64Key(5)
 
-		a, b, c, d := inspConn(t, tg.DB), inspConn(t, tg.DB), inspConn(t, tg.DB), inspConn(t, tg.DB)
-		pa, pb, pc, pd := inspPID(t, a), inspPID(t, b), inspPID(t, c), inspPID(t, d)
+		a, b, c, d := pgConn(t, tg.DB), pgConn(t, tg.DB), pgConn(t, tg.DB), pgConn(t, tg.DB)
+		pa, pb, pc, pd := pgPID(t, a), pgPID(t, b), pgPID(t, c), pgPID(t, d)
 
 		// a: exclusive on a negative bigint, shared on a pair, exclusive
 		// on a pair of negative halves.
@@ -222,10 +188,7 @@ func TestInspectIntegration(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tx.Rollback()
-		var pe int
-		if err := tx.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pe); err != nil {
-			t.Fatal(err)
-		}
+		pe := pgPID(t, tx)
 		if err := advisory.XactLockShared(ctx, tx, xactKey); err != nil {
 			t.Fatal(err)
 		}
@@ -340,9 +303,9 @@ func TestInspectHandWrittenSQLIntegration(t *testing.T) {
 		inventory := reg.MustRegister(advisory.Namespace{ID: 100, Name: "inventory", Owner: "team-warehouse"})
 		key := advisory.NameKey(100, "sync_inventory")
 
-		psql, app := inspConn(t, tg.DB), inspConn(t, tg.DB)
-		pid := inspPID(t, psql)
-		inspExec(t, psql, "SELECT pg_advisory_lock(100, hashtext('sync_inventory'))")
+		psql, app := pgConn(t, tg.DB), pgConn(t, tg.DB)
+		pid := pgPID(t, psql)
+		pgExec(t, psql, "SELECT pg_advisory_lock(100, hashtext('sync_inventory'))")
 
 		locks, err := advisory.Inspect(ctx, tg.DB, advisory.WithRegistry(&reg))
 		if err != nil {
@@ -362,7 +325,7 @@ func TestInspectHandWrittenSQLIntegration(t *testing.T) {
 		}
 
 		// And the other way round.
-		inspExec(t, psql, "SELECT pg_advisory_unlock(100, hashtext('sync_inventory'))")
+		pgExec(t, psql, "SELECT pg_advisory_unlock(100, hashtext('sync_inventory'))")
 		if ok, err := advisory.TryLock(ctx, app, key); err != nil || !ok {
 			t.Fatalf("TryLock(NameKey) on the free key = %v, %v; want true", ok, err)
 		}
@@ -402,8 +365,8 @@ func TestKeySpacesAreDistinctIntegration(t *testing.T) {
 				if tt.name == "OneTwo" && big != advisory.Int64Key(4294967298) {
 					t.Fatalf("Int64Key(1<<32|2) = %s", big)
 				}
-				connA, connB, connC := inspConn(t, tg.DB), inspConn(t, tg.DB), inspConn(t, tg.DB)
-				pidA, pidB := inspPID(t, connA), inspPID(t, connB)
+				connA, connB, connC := pgConn(t, tg.DB), pgConn(t, tg.DB), pgConn(t, tg.DB)
+				pidA, pidB := pgPID(t, connA), pgPID(t, connB)
 
 				if err := advisory.Lock(ctx, connA, pair); err != nil {
 					t.Fatal(err)
@@ -445,7 +408,7 @@ func TestInspectWithoutMonitorIntegration(t *testing.T) {
 		ctx := context.Background()
 		tg = inspDatabase(t, tg, "inspect-admin")
 		role := inspName("pgadvisory_nomon_")
-		inspExec(t, tg.DB, "CREATE ROLE "+role+" LOGIN")
+		pgExec(t, tg.DB, "CREATE ROLE "+role+" LOGIN")
 		t.Cleanup(func() {
 			// After the role's sessions are gone: cleanups run in
 			// reverse, and the role's *sql.DB closes first.
@@ -464,8 +427,8 @@ func TestInspectWithoutMonitorIntegration(t *testing.T) {
 			inspSetParam("application_name", "inspect-limited")(u)
 		}))
 
-		admin, waiter, own := inspConn(t, tg.DB), inspConn(t, tg.DB), inspConn(t, limited)
-		adminPID, waiterPID, ownPID := inspPID(t, admin), inspPID(t, waiter), inspPID(t, own)
+		admin, waiter, own := pgConn(t, tg.DB), pgConn(t, tg.DB), pgConn(t, limited)
+		adminPID, waiterPID, ownPID := pgPID(t, admin), pgPID(t, waiter), pgPID(t, own)
 		adminKey, ownKey := advisory.PairKey(1, 1), advisory.PairKey(1, 2)
 		if err := advisory.Lock(ctx, admin, adminKey); err != nil {
 			t.Fatal(err)
@@ -507,5 +470,195 @@ func TestInspectWithoutMonitorIntegration(t *testing.T) {
 				t.Error(err)
 			}
 		}
+	})
+}
+
+// extremeKey is a key at an end of its key space, with the tag pg_locks
+// shows for it, worked out by hand.
+type extremeKey struct {
+	name            string
+	key             advisory.Key
+	classid, objid  int64
+	objsubid        int
+	wantKeyAsString string
+}
+
+// extremeKeys are the ends of both key spaces.
+var extremeKeys = []extremeKey{
+	{"Int64Min", advisory.Int64Key(math.MinInt64), 1 << 31, 0, 1, "-9223372036854775808"},
+	{"Int64Max", advisory.Int64Key(math.MaxInt64), 1<<31 - 1, 1<<32 - 1, 1, "9223372036854775807"},
+	{"PairMinMax", advisory.PairKey(math.MinInt32, math.MaxInt32), 1 << 31, 1<<31 - 1, 2, "-2147483648:2147483647"},
+	{"PairMaxMin", advisory.PairKey(math.MaxInt32, math.MinInt32), 1<<31 - 1, 1 << 31, 2, "2147483647:-2147483648"},
+}
+
+// extremeTag is one granted advisory lock as pg_locks shows it.
+type extremeTag struct {
+	classid, objid int64
+	objsubid       int
+	shared         bool
+}
+
+// extremeTagsOf returns the granted advisory locks of backend pid as
+// pg_locks shows them, and their keys decoded with KeyFromLock, both in
+// key order.
+func extremeTagsOf(t *testing.T, db *sql.DB, pid int) ([]extremeTag, []advisory.Key) {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(),
+		`SELECT classid::int8, objid::int8, objsubid::int4, mode = 'ShareLock' FROM pg_locks `+
+			`WHERE locktype = 'advisory' AND granted AND pid = $1`, pid)
+	if err != nil {
+		t.Fatalf("pg_locks: %v", err)
+	}
+	defer rows.Close()
+	type decoded struct {
+		tag extremeTag
+		key advisory.Key
+	}
+	var all []decoded
+	for rows.Next() {
+		var d decoded
+		if err := rows.Scan(&d.tag.classid, &d.tag.objid, &d.tag.objsubid, &d.tag.shared); err != nil {
+			t.Fatalf("pg_locks: %v", err)
+		}
+		if d.key, err = advisory.KeyFromLock(uint32(d.tag.classid), uint32(d.tag.objid), int16(d.tag.objsubid)); err != nil {
+			t.Fatalf("KeyFromLock(%+v): %v", d.tag, err)
+		}
+		all = append(all, d)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("pg_locks: %v", err)
+	}
+	slices.SortFunc(all, func(a, b decoded) int { return a.key.Compare(b.key) })
+	tags, keys := make([]extremeTag, len(all)), make([]advisory.Key, len(all))
+	for i, d := range all {
+		tags[i], keys[i] = d.tag, d.key
+	}
+	return tags, keys
+}
+
+// extremeInspectKeys returns the keys Inspect reports backend pid holding,
+// in Inspect's order, which is key order.
+func extremeInspectKeys(t *testing.T, db *sql.DB, pid int) []advisory.Key {
+	t.Helper()
+	locks, err := advisory.Inspect(context.Background(), db)
+	if err != nil {
+		t.Fatalf("Inspect: %v", err)
+	}
+	var keys []advisory.Key
+	for _, l := range locks {
+		if l.PID == pid && l.Granted {
+			keys = append(keys, l.Key)
+		}
+	}
+	return keys
+}
+
+// TestExtremeKeysIntegration takes the keys at the ends of both key
+// spaces, one at a time and all together with LockKeys and XactLockKeys
+// (whose statement lists bigint and pair keys in two VALUES lists), and
+// checks that the server shows exactly the tag each key should have, that
+// KeyFromLock and Inspect decode it back to the same key, that another
+// session cannot take it, and that it is released. The keys are fixed, so
+// the test runs in a database of its own.
+func TestExtremeKeysIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		tg = inspDatabase(t, tg, "inspect-extremes")
+
+		// requireHeld checks that backend pid holds exactly want, in
+		// exclusive mode, as pg_locks, KeyFromLock and Inspect see it, and
+		// that the session of other cannot take any of them.
+		requireHeld := func(t *testing.T, pid int, other *sql.Conn, want []extremeKey) {
+			t.Helper()
+			want = slices.Clone(want)
+			slices.SortFunc(want, func(a, b extremeKey) int { return a.key.Compare(b.key) })
+			var wantTags []extremeTag
+			var wantKeys []advisory.Key
+			for _, x := range want {
+				wantTags = append(wantTags, extremeTag{classid: x.classid, objid: x.objid, objsubid: x.objsubid})
+				wantKeys = append(wantKeys, x.key)
+				if s := x.key.String(); s != x.wantKeyAsString {
+					t.Errorf("%s: key String = %q, want %q", x.name, s, x.wantKeyAsString)
+				}
+			}
+			tags, keys := extremeTagsOf(t, tg.DB, pid)
+			if !slices.Equal(tags, wantTags) {
+				t.Errorf("pg_locks shows backend %d holding %+v; want %+v", pid, tags, wantTags)
+			}
+			if !slices.Equal(keys, wantKeys) {
+				t.Errorf("KeyFromLock decodes pg_locks as %v; want %v", keys, wantKeys)
+			}
+			if got := extremeInspectKeys(t, tg.DB, pid); !slices.Equal(got, wantKeys) {
+				t.Errorf("Inspect reports backend %d holding %v; want %v", pid, got, wantKeys)
+			}
+			for _, x := range want {
+				if ok, err := advisory.TryLock(ctx, other, x.key); err != nil || ok {
+					t.Errorf("TryLock(%s) from another session = %v, %v; want false", x.key, ok, err)
+				}
+			}
+		}
+
+		for _, x := range extremeKeys {
+			t.Run(x.name, func(t *testing.T) {
+				conn, other := pgConn(t, tg.DB), pgConn(t, tg.DB)
+				pid := pgPID(t, conn)
+				if err := advisory.Lock(ctx, conn, x.key); err != nil {
+					t.Fatalf("Lock(%s): %v", x.key, err)
+				}
+				requireHeld(t, pid, other, []extremeKey{x})
+				if err := advisory.Unlock(ctx, conn, x.key); err != nil {
+					t.Fatalf("Unlock(%s): %v", x.key, err)
+				}
+				pgRequireNoLocks(t, tg.DB, pid)
+				// Released, the key is free for the other session.
+				if ok, err := advisory.TryLock(ctx, other, x.key); err != nil || !ok {
+					t.Fatalf("TryLock(%s) after Unlock = %v, %v; want true", x.key, ok, err)
+				}
+				if err := advisory.Unlock(ctx, other, x.key); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+
+		// Bigints and pairs interleaved, so that both VALUES lists carry
+		// extremes.
+		mixed := []advisory.Key{
+			extremeKeys[0].key, // Int64Min
+			extremeKeys[2].key, // PairMinMax
+			extremeKeys[1].key, // Int64Max
+			extremeKeys[3].key, // PairMaxMin
+		}
+
+		t.Run("LockKeys", func(t *testing.T) {
+			conn, other := pgConn(t, tg.DB), pgConn(t, tg.DB)
+			pid := pgPID(t, conn)
+			if err := advisory.LockKeys(ctx, conn, mixed...); err != nil {
+				t.Fatalf("LockKeys(%v): %v", mixed, err)
+			}
+			requireHeld(t, pid, other, extremeKeys)
+			if err := advisory.UnlockKeys(ctx, conn, mixed...); err != nil {
+				t.Fatalf("UnlockKeys(%v): %v", mixed, err)
+			}
+			pgRequireNoLocks(t, tg.DB, pid)
+		})
+
+		t.Run("XactLockKeys", func(t *testing.T) {
+			other := pgConn(t, tg.DB)
+			tx, err := tg.DB.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			pid := pgPID(t, tx)
+			if err := advisory.XactLockKeys(ctx, tx, mixed...); err != nil {
+				t.Fatalf("XactLockKeys(%v): %v", mixed, err)
+			}
+			requireHeld(t, pid, other, extremeKeys)
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			pgRequireNoLocks(t, tg.DB, pid)
+		})
 	})
 }

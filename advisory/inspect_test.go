@@ -179,6 +179,13 @@ func TestInspectErrors(t *testing.T) {
 		{name: "BadMode", row: row(1, 2, 1, "AccessShareLock", nil), wantMsg: `unexpected advisory lock mode "AccessShareLock"`},
 		{name: "BadArray", row: row(1, 2, 1, "ShareLock", "{1,x}"), wantMsg: `malformed int array "{1,x}"`},
 		{name: "NotArray", row: row(1, 2, 1, "ShareLock", "1,2"), wantMsg: `malformed int array "1,2"`},
+		{name: "NoOpeningBrace", row: row(1, 2, 1, "ShareLock", "4242}"), wantMsg: `malformed int array "4242}"`},
+		{name: "NoClosingBrace", row: row(1, 2, 1, "ShareLock", "{4242"), wantMsg: `malformed int array "{4242"`},
+		{name: "LoneOpeningBrace", row: row(1, 2, 1, "ShareLock", "{"), wantMsg: `malformed int array "{"`},
+		{name: "LoneClosingBrace", row: row(1, 2, 1, "ShareLock", "}"), wantMsg: `malformed int array "}"`},
+		{name: "EmptyElement", row: row(1, 2, 1, "ShareLock", "{1,,2}"), wantMsg: `malformed int array "{1,,2}"`},
+		{name: "TrailingComma", row: row(1, 2, 1, "ShareLock", "{1,}"), wantMsg: `malformed int array "{1,}"`},
+		{name: "Nested", row: row(1, 2, 1, "ShareLock", "{{1}}"), wantMsg: `malformed int array "{{1}}"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

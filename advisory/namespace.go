@@ -46,8 +46,8 @@ func (ns Namespace) describe() string {
 // PairKey(ReservedMinID, 1) serialises [Registry.Sync]. The rest are kept
 // for the library's future use.
 const (
-	ReservedMinID int32 = math.MinInt32
-	ReservedMaxID int32 = math.MinInt32 + 255
+	ReservedMinID int32 = math.MinInt32       // the lowest reserved ID, the library's own namespace
+	ReservedMaxID int32 = math.MinInt32 + 255 // the highest reserved ID
 )
 
 // libraryNamespace is the namespace of the library's own keys.
@@ -88,7 +88,11 @@ var (
 )
 
 // A ConflictError reports a namespace that cannot be registered because
-// another one already has its ID, its name, or both. It matches
+// another one already has its ID or its name, or, within one [Registry],
+// has both its ID and its name but another Owner or Doc: one process must
+// not declare the same namespace twice in two different ways. (Across
+// processes, [Registry.Sync] treats a row with the same ID and name as the
+// same namespace and reports no conflict.) It matches
 // [ErrNamespaceConflict].
 type ConflictError struct {
 	// Namespace is the one being registered.
@@ -100,7 +104,16 @@ type ConflictError struct {
 	RegisteredBy string
 }
 
+// Error describes the conflict. For a namespace registered twice with
+// the same ID and name it reads
+// `advisory: namespace 7 "billing" registered twice with different owner or doc: owner "team-a" vs "team-b"`;
+// otherwise it names the ID or name already taken, the namespace that
+// holds it and the one that cannot be registered:
+// `advisory: namespace conflict: ID 7 is already 7 "billing" (owner team-a); cannot register 7 "invoices"`.
 func (e *ConflictError) Error() string {
+	if e.Existing.ID == e.Namespace.ID && e.Existing.Name == e.Namespace.Name {
+		return e.twiceError()
+	}
 	var b strings.Builder
 	b.WriteString("advisory: namespace conflict: ")
 	if e.Existing.ID == e.Namespace.ID {
@@ -119,6 +132,34 @@ func (e *ConflictError) Error() string {
 	}
 	b.WriteString("; cannot register ")
 	b.WriteString(e.Namespace.describe())
+	return b.String()
+}
+
+// twiceError describes a namespace registered twice with the same ID and
+// name, listing the fields that differ.
+func (e *ConflictError) twiceError() string {
+	var b strings.Builder
+	b.WriteString("advisory: namespace ")
+	b.WriteString(strconv.FormatInt(int64(e.Namespace.ID), 10))
+	b.WriteString(" ")
+	b.WriteString(strconv.Quote(e.Namespace.Name))
+	b.WriteString(" registered twice with different owner or doc:")
+	sep := " "
+	if e.Existing.Owner != e.Namespace.Owner {
+		b.WriteString(sep + "owner " + strconv.Quote(e.Existing.Owner) + " vs " + strconv.Quote(e.Namespace.Owner))
+		sep = ", "
+	}
+	if e.Existing.Doc != e.Namespace.Doc {
+		b.WriteString(sep + "doc " + strconv.Quote(e.Existing.Doc) + " vs " + strconv.Quote(e.Namespace.Doc))
+		sep = ", "
+	}
+	if sep == " " {
+		b.WriteString(" owner " + strconv.Quote(e.Namespace.Owner) + ", doc " + strconv.Quote(e.Namespace.Doc))
+	}
+	if e.RegisteredBy != "" {
+		b.WriteString("; registered by ")
+		b.WriteString(strconv.Quote(e.RegisteredBy))
+	}
 	return b.String()
 }
 

@@ -31,9 +31,11 @@ var pgAllDrivers = []string{pgtest.DriverPQ, pgtest.DriverPGX, pgtest.DriverPGXC
 // session that starts waiting, or one that ends.
 const pgPollTimeout = 15 * time.Second
 
-// pgWaitBeforeDeadline is a ctx timeout long enough that a call is surely
-// waiting for its lock when the deadline passes.
-const pgWaitBeforeDeadline = 300 * time.Millisecond
+// pgDeadlineWait is the timeout of a context meant to end while a call
+// waits for a lock. It is generous, so that even on a loaded machine the
+// call has nearly always reached the server when the deadline passes; no
+// assertion relies on that (see pgEndWhileWaiting).
+const pgDeadlineWait = 3 * time.Second
 
 // pgKeys hands out keys that no other test uses, even when tests of other
 // packages share the server: each pgKeys starts from its own random base.
@@ -262,6 +264,68 @@ func pgWaitWaiting(t *testing.T, db *sql.DB, pid int, key advisory.Key) {
 	t.Helper()
 	if err := pgAwaitWaiting(db, pid, key, nil); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// pgEndWhileWaiting runs call, which should wait for key held by another
+// session, in a goroutine, with a context that ends with want
+// (context.Canceled or context.DeadlineExceeded); it returns whether
+// pg_locks showed backend pid waiting for key before the context ended,
+// and call's error. The goroutine has ended when pgEndWhileWaiting returns.
+//
+// With context.Canceled the context is cancelled only once the wait
+// shows, so the cancel surely interrupts a wait on the server, and waited
+// is true; t fails if the wait never shows. With context.DeadlineExceeded
+// the context times out after pgDeadlineWait whether or not the wait
+// showed by then: a deadline cannot wait for the observation, so waited
+// may be false, and callers assert what depends on the wait only when it
+// is true. The session of pid should be warm (connected, and idle in the
+// pool or in an open transaction), so that the call reaches the server at
+// once.
+func pgEndWhileWaiting(t *testing.T, obs *sql.DB, pid int, key advisory.Key, want error,
+	call func(ctx context.Context) error) (waited bool, err error) {
+	t.Helper()
+	var ctx context.Context
+	var cancel context.CancelFunc
+	switch want {
+	case context.Canceled:
+		ctx, cancel = context.WithCancel(context.Background())
+	case context.DeadlineExceeded:
+		ctx, cancel = context.WithTimeout(context.Background(), pgDeadlineWait)
+	default:
+		t.Fatalf("pgEndWhileWaiting: want %v; want context.Canceled or context.DeadlineExceeded", want)
+	}
+	defer cancel()
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		err = call(ctx)
+	}()
+	werr := pgAwaitWaiting(obs, pid, key, returned)
+	if want == context.Canceled {
+		cancel()
+	}
+	<-returned
+	switch {
+	case werr == nil:
+		return true, err
+	case want == context.Canceled:
+		t.Fatalf("%v (the call returned %v)", werr, err)
+	}
+	t.Logf("the deadline passed before backend %d was seen waiting for %s (%v); checking the error only", pid, key, werr)
+	return false, err
+}
+
+// pgAwaitFree returns once no session holds or waits for key, and fails t
+// if that does not happen within pgPollTimeout.
+func pgAwaitFree(t *testing.T, db *sql.DB, key advisory.Key) {
+	t.Helper()
+	err := pgPoll(5*time.Millisecond, func() (bool, error) {
+		locks, err := pgQueryLocksOfKey(context.Background(), db, key)
+		return len(locks) == 0, err
+	})
+	if err != nil {
+		t.Fatalf("key %s did not become free: %v (pg_locks shows %v)", key, err, pgLocksOfKey(t, db, key))
 	}
 }
 

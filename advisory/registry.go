@@ -48,7 +48,9 @@ func DefaultRegistry() *Registry { return &defaultRegistry }
 // [ErrReservedNamespace] when ns claims an ID or the name reserved for this
 // library; and an error when ns has no name. Registering a namespace equal
 // to one already registered, all four fields alike, does nothing and
-// returns nil.
+// returns nil; registering one with the same ID and name but another Owner
+// or Doc returns a [*ConflictError] that says the namespace was registered
+// twice with a different owner or doc.
 func (r *Registry) Register(ns Namespace) error {
 	if ns.Name == "" {
 		return fmt.Errorf("%w: ID %d", errNoName, ns.ID)

@@ -144,7 +144,7 @@ func TestSyncIntegration(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
 		tg = inspDatabase(t, tg, "sync")
-		inspExec(t, tg.DB, "CREATE SCHEMA ops")
+		pgExec(t, tg.DB, "CREATE SCHEMA ops")
 		const table = `ops."Lock_Keys"`
 		opt := advisory.SyncTable("ops.Lock_Keys")
 
@@ -236,7 +236,7 @@ func TestSyncIntegration(t *testing.T) {
 			// Once the table exists, a role that may read and write it,
 			// but not create anything in its schema, can sync.
 			role := inspName("pgadvisory_sync_")
-			inspExec(t, tg.DB, "CREATE ROLE "+role+" LOGIN")
+			pgExec(t, tg.DB, "CREATE ROLE "+role+" LOGIN")
 			t.Cleanup(func() {
 				for _, stmt := range []string{"DROP OWNED BY " + role, "DROP ROLE " + role} {
 					if _, err := tg.DB.ExecContext(ctx, stmt); err != nil {
@@ -244,8 +244,8 @@ func TestSyncIntegration(t *testing.T) {
 					}
 				}
 			})
-			inspExec(t, tg.DB, "GRANT USAGE ON SCHEMA ops TO "+role)
-			inspExec(t, tg.DB, "GRANT SELECT, INSERT, UPDATE ON "+table+" TO "+role)
+			pgExec(t, tg.DB, "GRANT USAGE ON SCHEMA ops TO "+role)
+			pgExec(t, tg.DB, "GRANT SELECT, INSERT, UPDATE ON "+table+" TO "+role)
 			limited := inspOpen(t, tg, inspDSN(t, tg.Server.DSN, func(u *url.URL) { u.User = url.User(role) }))
 
 			var svc advisory.Registry

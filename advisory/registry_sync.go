@@ -19,6 +19,7 @@ const DefaultNamespaceTable = "pgadvisory_namespaces"
 // A SyncOption changes what [Registry.Sync] writes.
 type SyncOption func(*syncOptions)
 
+// syncOptions holds what the SyncOptions of one call set.
 type syncOptions struct {
 	table        string
 	registeredBy string
@@ -221,6 +222,7 @@ type syncConflictError struct {
 	conflicts []*ConflictError
 }
 
+// Error counts the conflicts and describes each on a line of its own.
 func (e *syncConflictError) Error() string {
 	var b strings.Builder
 	b.WriteString(strconv.Itoa(len(e.conflicts)))

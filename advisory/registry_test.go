@@ -47,8 +47,18 @@ func TestRegister(t *testing.T) {
 			wantErr:   advisory.ErrNamespaceConflict,
 			wantMsg:   `advisory: namespace conflict: name "billing" is already 7 "billing" (owner team-payments); cannot register 70 "billing"`,
 			wantOther: []advisory.Namespace{nsBilling}},
-		{name: "SameIDAndNameOtherOwner", ns: advisory.Namespace{ID: 7, Name: "billing", Owner: "team-x"},
-			wantErr: advisory.ErrNamespaceConflict, wantMsg: `ID 7 is already 7 "billing" (owner team-payments)`,
+		{name: "SameIDAndNameOtherOwner", ns: advisory.Namespace{ID: 7, Name: "billing", Owner: "team-x", Doc: "invoice runs"},
+			wantErr:   advisory.ErrNamespaceConflict,
+			wantMsg:   `advisory: namespace 7 "billing" registered twice with different owner or doc: owner "team-payments" vs "team-x"`,
+			wantOther: []advisory.Namespace{nsBilling}},
+		{name: "SameIDAndNameOtherDoc", ns: advisory.Namespace{ID: 7, Name: "billing", Owner: "team-payments", Doc: "invoices"},
+			wantErr:   advisory.ErrNamespaceConflict,
+			wantMsg:   `advisory: namespace 7 "billing" registered twice with different owner or doc: doc "invoice runs" vs "invoices"`,
+			wantOther: []advisory.Namespace{nsBilling}},
+		{name: "SameIDAndNameOtherOwnerAndDoc", ns: advisory.Namespace{ID: 7, Name: "billing"},
+			wantErr: advisory.ErrNamespaceConflict,
+			wantMsg: `advisory: namespace 7 "billing" registered twice with different owner or doc: ` +
+				`owner "team-payments" vs "", doc "invoice runs" vs ""`,
 			wantOther: []advisory.Namespace{nsBilling}},
 		{name: "IDOfOneNameOfAnother", ns: advisory.Namespace{ID: 7, Name: "payments"},
 			wantErr: advisory.ErrNamespaceConflict, wantMsg: `name "payments" is already 8 "payments"`,
@@ -106,6 +116,41 @@ func TestRegister(t *testing.T) {
 			}
 			if got := r.Namespaces(); len(got) != 2 {
 				t.Errorf("a refused namespace was registered: %+v", got)
+			}
+		})
+	}
+}
+
+func TestConflictErrorMessage(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		err  *advisory.ConflictError
+		want string
+	}{
+		{name: "SameID", err: &advisory.ConflictError{Namespace: advisory.Namespace{ID: 7, Name: "ledger"}, Existing: nsBilling},
+			want: `advisory: namespace conflict: ID 7 is already 7 "billing" (owner team-payments); cannot register 7 "ledger"`},
+		{name: "SameNameRegisteredBy", err: &advisory.ConflictError{Namespace: advisory.Namespace{ID: 70, Name: "billing"},
+			Existing: nsBilling, RegisteredBy: "billing-api"},
+			want: `advisory: namespace conflict: name "billing" is already 7 "billing" (owner team-payments), ` +
+				`registered by "billing-api"; cannot register 70 "billing"`},
+		{name: "TwiceOwner", err: &advisory.ConflictError{Namespace: advisory.Namespace{ID: 7, Name: "billing", Owner: "b", Doc: "d"},
+			Existing: advisory.Namespace{ID: 7, Name: "billing", Owner: "a", Doc: "d"}},
+			want: `advisory: namespace 7 "billing" registered twice with different owner or doc: owner "a" vs "b"`},
+		{name: "TwiceDocRegisteredBy", err: &advisory.ConflictError{Namespace: advisory.Namespace{ID: 7, Name: "billing", Doc: "new"},
+			Existing: advisory.Namespace{ID: 7, Name: "billing", Doc: "old"}, RegisteredBy: "billing-api"},
+			want: `advisory: namespace 7 "billing" registered twice with different owner or doc: doc "old" vs "new"; registered by "billing-api"`},
+		{name: "TwiceAlike", err: &advisory.ConflictError{Namespace: nsPayments, Existing: nsPayments},
+			want: `advisory: namespace 8 "payments" registered twice with different owner or doc: owner "team-payments", doc ""`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := tt.err.Error(); got != tt.want {
+				t.Errorf("Error() =\n%s\nwant\n%s", got, tt.want)
+			}
+			if !errors.Is(tt.err, advisory.ErrNamespaceConflict) {
+				t.Errorf("%v does not match ErrNamespaceConflict", tt.err)
 			}
 		})
 	}
@@ -218,8 +263,12 @@ func TestRegisterConcurrent(t *testing.T) {
 
 func TestDefaultRegistry(t *testing.T) {
 	t.Parallel()
-	if advisory.DefaultRegistry() != advisory.DefaultRegistry() {
-		t.Error("DefaultRegistry returns different registries")
+	first := advisory.DefaultRegistry()
+	if first == nil {
+		t.Fatal("DefaultRegistry() = nil")
+	}
+	if second := advisory.DefaultRegistry(); second != first {
+		t.Errorf("DefaultRegistry() = %p, then %p; want the same registry", first, second)
 	}
 	if _, ok := advisory.DefaultRegistry().Lookup(advisory.PairKey(math.MinInt32, 1)); !ok {
 		t.Error("DefaultRegistry does not know the library's namespace")

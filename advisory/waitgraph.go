@@ -83,6 +83,8 @@ type waitGraph struct {
 	blocks  map[int][]int      // the sessions each session blocks, ascending
 }
 
+// newWaitGraph indexes locks by session and links each waiter to the
+// sessions that block it.
 func newWaitGraph(locks []LockInfo) *waitGraph {
 	g := &waitGraph{
 		app:     make(map[int]string),

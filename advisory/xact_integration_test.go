@@ -199,19 +199,11 @@ func TestXactLockCancelIntegration(t *testing.T) {
 				defer tx.Rollback()
 				pid := pgPID(t, tx)
 
-				ctx, cancel := context.WithCancel(context.Background())
-				defer cancel()
-				if tc.want == context.DeadlineExceeded {
-					ctx, cancel = context.WithTimeout(context.Background(), pgWaitBeforeDeadline)
-					defer cancel()
-				}
-				done := make(chan error, 1)
-				go func() { done <- advisory.XactLock(ctx, tx, k) }()
-				if tc.want == context.Canceled {
-					pgWaitWaiting(t, tg.DB, pid, k)
-					cancel()
-				}
-				err = <-done
+				// The open transaction's session is warm: XactLock
+				// reaches the server at once.
+				_, err = pgEndWhileWaiting(t, tg.DB, pid, k, tc.want, func(ctx context.Context) error {
+					return advisory.XactLock(ctx, tx, k)
+				})
 				if !errors.Is(err, tc.want) {
 					t.Fatalf("XactLock with ctx ending while it waits = %v; want an error wrapping %v", err, tc.want)
 				}
@@ -228,6 +220,7 @@ func TestXactLockCancelIntegration(t *testing.T) {
 				if err != nil {
 					t.Fatalf("backend %d keeps advisory locks after the rollback: %v", pid, err)
 				}
+				pgAwaitFree(t, tg.DB, k)
 			})
 		}
 	})
