@@ -1,0 +1,578 @@
+package advisory_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
+	_ "github.com/lib/pq"              // the "postgres" driver
+
+	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+)
+
+// The benchmarks below justify how advisory talks to the server. It renders
+// integer keys into the SQL text and sends the statement through
+// ExecContext with no arguments, reading a boolean answer from
+// RowsAffected ("SELECT 1 WHERE pg_try_advisory_lock(42)"). They compare
+// that, on one connection, with the two obvious alternatives:
+//
+//   - param: QueryRowContext("SELECT pg_try_advisory_lock($1)", k).Scan.
+//     lib/pq sends Parse/Describe/Sync, waits, then Bind/Execute/Sync: two
+//     round trips, unless the DSN sets binary_parameters=yes. pgx prepares
+//     the statement once per connection, then needs one round trip.
+//   - inline: QueryRowContext("SELECT pg_try_advisory_lock(42)").Scan. lib/pq
+//     sends it as a simple query. pgx prepares and caches a statement per
+//     distinct SQL text: an extra round trip for every new key, and once its
+//     cache (512 statements) is full, another to deallocate the evicted one.
+//
+// Each runs with a fresh key on every call, which makes per-text statement
+// caching visible, and with one fixed key. The baseline is "SELECT 1"
+// through ExecContext. Besides ns/op and allocs/op, each reports
+// roundtrips/op, counted by a pgtest.Proxy in the steady state: after more
+// calls than pgx's statement cache holds.
+//
+// Run them on the CI images with:
+//
+//	PGADVISORY_TEST_IMAGES=pgadvisory/postgres:15,pgadvisory/postgres:17 \
+//		go test -run '^$' -bench . -benchtime=2000x -count=3 ./advisory/
+
+// A benchDriver is a database/sql driver and settings to compare.
+type benchDriver struct {
+	name   string // in the benchmark name
+	sql    string // the database/sql driver name
+	params string // added to the DSN's query
+	only   string // if set, the one variant worth running on this driver
+}
+
+// benchDrivers are the drivers the lock benchmarks run on. lib/pq with
+// binary_parameters=yes changes only how parameters travel, so only the
+// param variant runs on it.
+var benchDrivers = []benchDriver{
+	{name: pgtest.DriverPQ, sql: "postgres"},
+	{name: pgtest.DriverPQ + "-binary", sql: "postgres", params: "binary_parameters=yes", only: "param"},
+	{name: pgtest.DriverPGX, sql: "pgx"},
+}
+
+// open opens a *sql.DB of d on dsn with one connection.
+func (d benchDriver) open(tb testing.TB, dsn string) *sql.DB {
+	tb.Helper()
+	if d.params != "" {
+		sep := "?"
+		if strings.Contains(dsn, "?") {
+			sep = "&"
+		}
+		dsn += sep + d.params
+	}
+	db, err := sql.Open(d.sql, dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+// conn returns a *sql.Conn of db that has been used once, so that the
+// session exists. It is closed at tb's cleanup.
+func benchConn(tb testing.TB, db *sql.DB) *sql.Conn {
+	tb.Helper()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { conn.Close() })
+	if _, err := conn.ExecContext(context.Background(), "SELECT 1"); err != nil {
+		tb.Fatal(err)
+	}
+	return conn
+}
+
+// freshKeys hands out keys that no benchmark call has used before in this
+// process, so that no statement text repeats.
+var freshKeys atomic.Int64
+
+func init() { freshKeys.Store(time.Now().UnixNano() &^ (1 << 62)) }
+
+// fixedKey is the key of the fixed-key variants.
+const fixedKey = 42
+
+// A benchHandle is where a measured call runs: the session's conn, and for
+// transaction locks the open transaction on it.
+type benchHandle struct {
+	conn  *sql.Conn
+	tx    *sql.Tx
+	xact  bool
+	calls int
+}
+
+// newBenchHandle returns a handle on a new connection of db. A transaction
+// still open when tb ends is rolled back before the connection closes: a
+// *sql.Conn cannot close while a transaction on it is open.
+func newBenchHandle(tb testing.TB, db *sql.DB, xact bool) *benchHandle {
+	tb.Helper()
+	h := &benchHandle{conn: benchConn(tb, db), xact: xact}
+	tb.Cleanup(func() {
+		if h.tx != nil {
+			_ = h.tx.Rollback()
+			h.tx = nil
+		}
+	})
+	return h
+}
+
+// xactBatch is how many transaction locks one transaction takes before the
+// benchmark commits it, with the timer stopped, to keep the lock table
+// small.
+const xactBatch = 500
+
+// start begins the transaction of a transaction-lock handle.
+func (h *benchHandle) start(tb testing.TB) {
+	tb.Helper()
+	if !h.xact {
+		return
+	}
+	tx, err := h.conn.BeginTx(context.Background(), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	h.tx = tx
+	h.calls = 0
+}
+
+// finish commits the transaction of a transaction-lock handle, releasing
+// its locks.
+func (h *benchHandle) finish(tb testing.TB) {
+	tb.Helper()
+	if h.tx == nil {
+		return
+	}
+	if err := h.tx.Commit(); err != nil {
+		tb.Fatal(err)
+	}
+	h.tx = nil
+}
+
+// due reports whether the transaction has taken xactBatch locks and should
+// be committed before the next call.
+func (h *benchHandle) due() bool { return h.xact && h.calls >= xactBatch }
+
+// A benchOp is one measured call with key k.
+type benchOp func(ctx context.Context, h *benchHandle, k int64) error
+
+// A benchVariant is one way to make the measured call.
+type benchVariant struct {
+	name  string // "baseline", "ours", "param", "inline"
+	keyed bool   // runs as -freshkey and -fixedkey
+	op    benchOp
+}
+
+// execSelect1 is the baseline: one statement, no parameters, no answer.
+func execSelect1(ctx context.Context, q interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}) error {
+	_, err := q.ExecContext(ctx, "SELECT 1")
+	return err
+}
+
+// queryBool runs a one-row boolean query through QueryRowContext and
+// requires it to be true.
+func queryBool(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, query string, args ...any) error {
+	var ok bool
+	if err := q.QueryRowContext(ctx, query, args...).Scan(&ok); err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%s %v: false", query, args)
+	}
+	return nil
+}
+
+// queryer is what *sql.Conn and *sql.Tx have in common for QueryRowContext.
+type queryer interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}
+
+func (h *benchHandle) queryer() queryer {
+	if h.xact {
+		return h.tx
+	}
+	return h.conn
+}
+
+// sessionVariants measure a session lock and its unlock: two statements
+// per op, so the baseline sends "SELECT 1" twice.
+var sessionVariants = []benchVariant{
+	{name: "baseline", op: func(ctx context.Context, h *benchHandle, _ int64) error {
+		if err := execSelect1(ctx, h.conn); err != nil {
+			return err
+		}
+		return execSelect1(ctx, h.conn)
+	}},
+	{name: "ours", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+		key := advisory.Int64Key(k)
+		ok, err := advisory.TryLock(ctx, h.conn, key)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("TryLock(%v): not acquired", key)
+		}
+		return advisory.Unlock(ctx, h.conn, key)
+	}},
+	{name: "param", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+		if err := queryBool(ctx, h.conn, "SELECT pg_try_advisory_lock($1)", k); err != nil {
+			return err
+		}
+		return queryBool(ctx, h.conn, "SELECT pg_advisory_unlock($1)", k)
+	}},
+	{name: "inline", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+		s := strconv.FormatInt(k, 10)
+		if err := queryBool(ctx, h.conn, "SELECT pg_try_advisory_lock("+s+")"); err != nil {
+			return err
+		}
+		return queryBool(ctx, h.conn, "SELECT pg_advisory_unlock("+s+")")
+	}},
+}
+
+// xactVariants measure one transaction lock call inside an open
+// transaction; begin and commit are not timed.
+var xactVariants = []benchVariant{
+	{name: "baseline", op: func(ctx context.Context, h *benchHandle, _ int64) error {
+		return execSelect1(ctx, h.tx)
+	}},
+	{name: "ours", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+		ok, err := advisory.TryXactLock(ctx, h.tx, advisory.Int64Key(k))
+		if err == nil && !ok {
+			err = fmt.Errorf("TryXactLock(%d): not acquired", k)
+		}
+		return err
+	}},
+	{name: "param", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+		return queryBool(ctx, h.queryer(), "SELECT pg_try_advisory_xact_lock($1)", k)
+	}},
+	{name: "inline", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+		return queryBool(ctx, h.queryer(), "SELECT pg_try_advisory_xact_lock("+strconv.FormatInt(k, 10)+")")
+	}},
+}
+
+// BenchmarkTryLock measures a session TryLock followed by its Unlock: two
+// statements per op.
+func BenchmarkTryLock(b *testing.B) { benchLocks(b, false, sessionVariants) }
+
+// BenchmarkTryXactLock measures one TryXactLock call in an open
+// transaction, without begin and commit.
+func BenchmarkTryXactLock(b *testing.B) { benchLocks(b, true, xactVariants) }
+
+// benchLocks runs every variant on every server and driver, as
+// BenchmarkX/pg15/pq/ours-freshkey and so on.
+func benchLocks(b *testing.B, xact bool, variants []benchVariant) {
+	for _, s := range pgtest.Servers(b) {
+		b.Run(s.Name, func(b *testing.B) {
+			proxy := s.Proxy(b)
+			for _, d := range benchDrivers {
+				b.Run(d.name, func(b *testing.B) {
+					for _, v := range variants {
+						if d.only != "" && v.name != d.only {
+							continue
+						}
+						keys := []string{""}
+						if v.keyed {
+							keys = []string{"-freshkey", "-fixedkey"}
+						}
+						for _, kind := range keys {
+							fresh := kind == "-freshkey"
+							b.Run(v.name+kind, func(b *testing.B) {
+								rt := roundTrips(b, proxy, d, xact, fresh, v.op)
+								benchOne(b, s.DSN, d, xact, fresh, v.op)
+								b.ReportMetric(rt, "roundtrips/op")
+							})
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+// nextKey returns the key of the next call.
+func nextKey(fresh bool) int64 {
+	if fresh {
+		return freshKeys.Add(1)
+	}
+	return fixedKey
+}
+
+// benchOne times b.N calls of op on a new connection, after one untimed
+// call that opens the session and lets pgx prepare what it will reuse.
+func benchOne(b *testing.B, dsn string, d benchDriver, xact, fresh bool, op benchOp) {
+	ctx := context.Background()
+	h := newBenchHandle(b, d.open(b, dsn), xact)
+	h.start(b)
+	if err := op(ctx, h, nextKey(fresh)); err != nil {
+		b.Fatal(err)
+	}
+	h.calls++
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if h.due() {
+			b.StopTimer()
+			h.finish(b)
+			h.start(b)
+			b.StartTimer()
+		}
+		if err := op(ctx, h, nextKey(fresh)); err != nil {
+			b.Fatal(err)
+		}
+		h.calls++
+	}
+	b.StopTimer()
+	h.finish(b)
+}
+
+// roundTripWarmup is how many fresh-key calls run before round trips are
+// counted: more than pgx's statement cache holds (512), so that the count
+// is the steady state of a long-lived connection.
+const roundTripWarmup = 600
+
+// roundTripCalls is how many calls the count is averaged over.
+const roundTripCalls = 20
+
+// roundTripCache keeps each benchmark's count: it is measured once per
+// process, not on every run of the benchmark function.
+var roundTripCache sync.Map // benchmark name -> float64
+
+// roundTrips counts the round trips one call of op costs in the steady
+// state, through proxy, on a connection of its own.
+func roundTrips(b *testing.B, proxy *pgtest.Proxy, d benchDriver, xact, fresh bool, op benchOp) float64 {
+	if v, ok := roundTripCache.Load(b.Name()); ok {
+		return v.(float64)
+	}
+	ctx := context.Background()
+	h := newBenchHandle(b, d.open(b, proxy.DSN()), xact)
+	h.start(b)
+	warmup := 2
+	if fresh {
+		warmup = roundTripWarmup
+	}
+	for range warmup {
+		if h.due() {
+			h.finish(b)
+			h.start(b)
+		}
+		if err := op(ctx, h, nextKey(fresh)); err != nil {
+			b.Fatal(err)
+		}
+		h.calls++
+	}
+	// A new transaction, and one call in it: pgx deallocates evicted
+	// statements before the next statement, which may be the BEGIN.
+	h.finish(b)
+	h.start(b)
+	if err := op(ctx, h, nextKey(fresh)); err != nil {
+		b.Fatal(err)
+	}
+	proxy.Reset()
+	for range roundTripCalls {
+		if err := op(ctx, h, nextKey(fresh)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	n := float64(proxy.Flights()) / roundTripCalls
+	h.finish(b)
+	roundTripCache.Store(b.Name(), n)
+	return n
+}
+
+// BenchmarkInterleavedTryLock runs every variant of [BenchmarkTryLock]
+// once per op, each on its own connection, and reports each variant's mean
+// time per call as a metric ("ours-freshkey-ns/call"). On a shared machine
+// the load drifts over the seconds that separate two sub-benchmarks;
+// interleaved calls see the same load, so their ratios hold up better.
+func BenchmarkInterleavedTryLock(b *testing.B) { benchInterleaved(b, false, sessionVariants) }
+
+// BenchmarkInterleavedTryXactLock does for [BenchmarkTryXactLock] what
+// [BenchmarkInterleavedTryLock] does for [BenchmarkTryLock].
+func BenchmarkInterleavedTryXactLock(b *testing.B) { benchInterleaved(b, true, xactVariants) }
+
+// An interleavedCall is one variant of an interleaved benchmark, on its
+// own connection.
+type interleavedCall struct {
+	name  string
+	fresh bool
+	fixed int64 // the key when not fresh
+	op    benchOp
+	h     *benchHandle
+	total time.Duration // time spent in op
+}
+
+// key returns the key of the call's next op.
+func (c *interleavedCall) key() int64 {
+	if c.fresh {
+		return freshKeys.Add(1)
+	}
+	return c.fixed
+}
+
+// benchInterleaved runs, per server and driver, every variant once per op.
+func benchInterleaved(b *testing.B, xact bool, variants []benchVariant) {
+	ctx := context.Background()
+	for _, s := range pgtest.Servers(b) {
+		b.Run(s.Name, func(b *testing.B) {
+			for _, d := range benchDrivers {
+				if d.only != "" {
+					continue
+				}
+				b.Run(d.name, func(b *testing.B) {
+					var es []*interleavedCall
+					for _, v := range variants {
+						kinds := []string{""}
+						if v.keyed {
+							kinds = []string{"-freshkey", "-fixedkey"}
+						}
+						for _, kind := range kinds {
+							// Each fixed-key variant has a key of its own: the
+							// transactions of two variants overlap.
+							e := &interleavedCall{name: v.name + kind, fresh: kind == "-freshkey", fixed: fixedKey + int64(len(es)), op: v.op}
+							e.h = newBenchHandle(b, d.open(b, s.DSN), xact)
+							e.h.start(b)
+							if err := e.op(ctx, e.h, e.key()); err != nil {
+								b.Fatal(err)
+							}
+							e.h.calls++
+							es = append(es, e)
+						}
+					}
+					b.ReportAllocs()
+					b.ResetTimer()
+					for range b.N {
+						for _, e := range es {
+							if e.h.due() {
+								b.StopTimer()
+								e.h.finish(b)
+								e.h.start(b)
+								b.StartTimer()
+							}
+							k := e.key()
+							start := time.Now()
+							if err := e.op(ctx, e.h, k); err != nil {
+								b.Fatal(err)
+							}
+							e.total += time.Since(start)
+							e.h.calls++
+						}
+					}
+					b.StopTimer()
+					for _, e := range es {
+						e.h.finish(b)
+						b.ReportMetric(float64(e.total.Nanoseconds())/float64(b.N), e.name+"-ns/call")
+					}
+				})
+			}
+		})
+	}
+}
+
+// BenchmarkWithXactLock measures WithXactLock with Try end to end on a pool
+// of one connection: begin, try the lock, run an empty fn, commit. The
+// baseline does the same with "SELECT 1" in place of the lock.
+func BenchmarkWithXactLock(b *testing.B) {
+	noop := func(context.Context, *sql.Tx) error { return nil }
+	variants := []struct {
+		name string
+		op   func(ctx context.Context, db *sql.DB) error
+	}{
+		{"baseline", func(ctx context.Context, db *sql.DB) error {
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			if err := execSelect1(ctx, tx); err != nil {
+				_ = tx.Rollback()
+				return err
+			}
+			return tx.Commit()
+		}},
+		{"ours", func(ctx context.Context, db *sql.DB) error {
+			return advisory.WithXactLock(ctx, db, advisory.Int64Key(freshKeys.Add(1)), noop, advisory.Try())
+		}},
+	}
+	for _, s := range pgtest.Servers(b) {
+		b.Run(s.Name, func(b *testing.B) {
+			proxy := s.Proxy(b)
+			for _, d := range benchDrivers {
+				if d.only != "" {
+					continue
+				}
+				b.Run(d.name, func(b *testing.B) {
+					for _, v := range variants {
+						b.Run(v.name, func(b *testing.B) {
+							ctx := context.Background()
+							rt, ok := roundTripCache.Load(b.Name())
+							if !ok {
+								// A *sql.DB pings a pgx connection it hands
+								// out after a second idle; the warm-up
+								// calls keep it busy.
+								db := d.open(b, proxy.DSN())
+								for range roundTripWarmup {
+									if err := v.op(ctx, db); err != nil {
+										b.Fatal(err)
+									}
+								}
+								proxy.Reset()
+								for range roundTripCalls {
+									if err := v.op(ctx, db); err != nil {
+										b.Fatal(err)
+									}
+								}
+								rt = float64(proxy.Flights()) / roundTripCalls
+								roundTripCache.Store(b.Name(), rt)
+							}
+							db := d.open(b, s.DSN)
+							if err := v.op(ctx, db); err != nil {
+								b.Fatal(err)
+							}
+							b.ReportAllocs()
+							b.ResetTimer()
+							for range b.N {
+								if err := v.op(ctx, db); err != nil {
+									b.Fatal(err)
+								}
+							}
+							b.StopTimer()
+							b.ReportMetric(rt.(float64), "roundtrips/op")
+						})
+					}
+				})
+			}
+		})
+	}
+}
+
+// BenchmarkNameKey measures deriving a key from a name on the client,
+// which replaces a round trip to the server's hashtext.
+func BenchmarkNameKey(b *testing.B) {
+	for _, name := range []string{"orders", "tenant-1234/invoice-567890", strings.Repeat("x", 256)} {
+		b.Run("Len"+strconv.Itoa(len(name)), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(name)))
+			var k advisory.Key
+			for b.Loop() {
+				k = advisory.NameKey(7, name)
+			}
+			if !k.IsPair() {
+				b.Fatal("NameKey did not give a pair key")
+			}
+		})
+	}
+}
