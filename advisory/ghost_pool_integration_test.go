@@ -412,7 +412,7 @@ func TestGhostXactHygiene(t *testing.T) {
 						panic(errHygienePanic)
 					}
 					if commitEarly && fnErr == nil {
-						fnErr = tx.Commit()
+						fnErr = advisory.CommitEarly(ctx)
 					}
 					return fnErr
 				}, opts...)
