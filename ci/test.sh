@@ -88,7 +88,7 @@ start=$SECONDS
 status=0
 go test -race -count=1 -timeout 15m -v "$@" ./... >"$log" 2>&1 || status=$?
 
-grep -E '^(ok|FAIL|\?) ' "$log" || true
+grep -E '^(ok|FAIL|\?)[[:space:]]' "$log" || true
 echo
 echo "integration tests and subtests passed, per server/driver:"
 grep -E -- '--- PASS: ' "$log" |
