@@ -1,0 +1,98 @@
+// Command workers shows transaction locks handing out jobs exactly once.
+//
+// Eight workers share one connection pool and compete for 200 jobs. Each
+// picks a job that looks undone, at random so that workers often collide,
+// and tries to lock it with [advisory.WithXactLock] and [advisory.Try] on
+// the key PairKey(job type, job id). The worker that gets the lock checks
+// the job again and marks it done in the same transaction; the lock ends
+// with the commit. A worker that does not get the lock skips the job. At the
+// end the program counts, in the database, how often each job ran, and
+// exits with status 1 unless every job ran exactly once.
+//
+//	go run ./examples/workers [-driver pq|pgx] [-jobs 200] [-workers 8]
+//
+// It uses the database in DATABASE_URL when that is set, creating and then
+// dropping a schema of its own. Otherwise it starts a disposable
+// PostgreSQL: in Docker if it can, else from local initdb and postgres
+// binaries.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
+	_ "github.com/lib/pq"              // the "postgres" driver
+
+	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+)
+
+func main() { os.Exit(mainCode()) }
+
+// mainCode runs the program and returns its exit status, so that deferred
+// clean-up runs before the process exits.
+func mainCode() int {
+	driver := flag.String("driver", "pq", "database/sql driver: pq (github.com/lib/pq) or pgx (github.com/jackc/pgx/v5/stdlib)")
+	cfg := config{}
+	flag.IntVar(&cfg.Jobs, "jobs", 200, "number of jobs")
+	flag.IntVar(&cfg.Workers, "workers", 8, "number of workers")
+	flag.DurationVar(&cfg.Work, "work", time.Millisecond, "how long each job's work takes, inside its transaction")
+	flag.Parse()
+	sqlDriver, ok := map[string]string{"pq": "postgres", "pgx": "pgx"}[*driver]
+	if !ok || flag.NArg() > 0 {
+		flag.Usage()
+		return 2
+	}
+
+	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+
+	where := "DATABASE_URL"
+	dsn := os.Getenv("DATABASE_URL")
+	if dsn == "" {
+		fmt.Println("starting a disposable PostgreSQL (DATABASE_URL is not set)...")
+		var stop func()
+		var err error
+		dsn, stop, err = pgtest.Launch(ctx)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "workers: no PostgreSQL: %v\nSet DATABASE_URL to a postgres:// URL to use an existing server.\n", err)
+			return 1
+		}
+		defer stop()
+		where = "disposable server"
+	}
+
+	db, err := sql.Open(sqlDriver, dsn)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "workers: %v\n", err)
+		return 1
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(cfg.Workers)
+	db.SetMaxIdleConns(cfg.Workers)
+
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var version string
+	if err := db.QueryRowContext(ctx, "SHOW server_version").Scan(&version); err != nil {
+		fmt.Fprintf(os.Stderr, "workers: connect: %v\n", err)
+		return 1
+	}
+	fmt.Printf("%d workers, %d jobs, driver %s, PostgreSQL %s (%s)\n", cfg.Workers, cfg.Jobs, *driver, version, where)
+
+	rep, err := run(ctx, db, cfg, os.Stdout)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%v\n", err)
+		return 1
+	}
+	if !rep.Proof.ok() {
+		return 1
+	}
+	return 0
+}
