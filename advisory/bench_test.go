@@ -39,7 +39,8 @@ import (
 // roundtrips/op, counted by a pgtest.Proxy in the steady state: after more
 // calls than pgx's statement cache holds.
 //
-// Run them on the CI images with:
+// docs/benchmarks.md gives the results and what they mean. Run them on the
+// CI images with:
 //
 //	PGADVISORY_TEST_IMAGES=pgadvisory/postgres:15,pgadvisory/postgres:17 \
 //		go test -run '^$' -bench . -benchtime=2000x -count=3 ./advisory/
@@ -54,7 +55,8 @@ type benchDriver struct {
 
 // benchDrivers are the drivers the lock benchmarks run on. lib/pq with
 // binary_parameters=yes changes only how parameters travel, so only the
-// param variant runs on it.
+// param variant runs on it, and in the interleaved benchmarks the baseline
+// too.
 var benchDrivers = []benchDriver{
 	{name: pgtest.DriverPQ, sql: "postgres"},
 	{name: pgtest.DriverPQ + "-binary", sql: "postgres", params: "binary_parameters=yes", only: "param"},
@@ -430,12 +432,12 @@ func benchInterleaved(b *testing.B, xact bool, variants []benchVariant) {
 	for _, s := range pgtest.Servers(b) {
 		b.Run(s.Name, func(b *testing.B) {
 			for _, d := range benchDrivers {
-				if d.only != "" {
-					continue
-				}
 				b.Run(d.name, func(b *testing.B) {
 					var es []*interleavedCall
 					for _, v := range variants {
+						if d.only != "" && v.name != d.only && v.name != "baseline" {
+							continue
+						}
 						kinds := []string{""}
 						if v.keyed {
 							kinds = []string{"-freshkey", "-fixedkey"}

@@ -25,8 +25,9 @@ var (
 // fn panics, in which case the panic continues after the rollback. The lock
 // is released when the transaction ends, so it never outlives the call.
 //
-// fn may end tx itself, for example to commit early; WithXactLock then
-// leaves the transaction as fn ended it. The errors are advisory's: when the
+// fn must not commit tx itself; to commit before it returns, it calls
+// [advisory.CommitEarly] with the context it was given. The errors are
+// advisory's: when the
 // lock is not granted they match [advisory.ErrNotAcquired] (with
 // [advisory.Try]), [advisory.ErrLockTimeout] (with [advisory.Timeout]),
 // [advisory.ErrDeadlock], or ctx.Err(), and fn is not called.
