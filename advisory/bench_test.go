@@ -82,7 +82,7 @@ func (d benchDriver) open(tb testing.TB, dsn string) *sql.DB {
 	return db
 }
 
-// conn returns a *sql.Conn of db that has been used once, so that the
+// benchConn returns a *sql.Conn of db that has been used once, so that the
 // session exists. It is closed at tb's cleanup.
 func benchConn(tb testing.TB, db *sql.DB) *sql.Conn {
 	tb.Helper()
@@ -176,19 +176,33 @@ type benchVariant struct {
 	op    benchOp
 }
 
+// benchExecer and benchQueryer are what *sql.Conn and *sql.Tx have in
+// common.
+type (
+	benchExecer interface {
+		ExecContext(context.Context, string, ...any) (sql.Result, error)
+	}
+	benchQueryer interface {
+		QueryRowContext(context.Context, string, ...any) *sql.Row
+	}
+)
+
+var (
+	_ benchExecer  = (*sql.Conn)(nil)
+	_ benchExecer  = (*sql.Tx)(nil)
+	_ benchQueryer = (*sql.Conn)(nil)
+	_ benchQueryer = (*sql.Tx)(nil)
+)
+
 // execSelect1 is the baseline: one statement, no parameters, no answer.
-func execSelect1(ctx context.Context, q interface {
-	ExecContext(context.Context, string, ...any) (sql.Result, error)
-}) error {
-	_, err := q.ExecContext(ctx, "SELECT 1")
+func execSelect1(ctx context.Context, e benchExecer) error {
+	_, err := e.ExecContext(ctx, "SELECT 1")
 	return err
 }
 
 // queryBool runs a one-row boolean query through QueryRowContext and
 // requires it to be true.
-func queryBool(ctx context.Context, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, query string, args ...any) error {
+func queryBool(ctx context.Context, q benchQueryer, query string, args ...any) error {
 	var ok bool
 	if err := q.QueryRowContext(ctx, query, args...).Scan(&ok); err != nil {
 		return err
@@ -197,18 +211,6 @@ func queryBool(ctx context.Context, q interface {
 		return fmt.Errorf("%s %v: false", query, args)
 	}
 	return nil
-}
-
-// queryer is what *sql.Conn and *sql.Tx have in common for QueryRowContext.
-type queryer interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}
-
-func (h *benchHandle) queryer() queryer {
-	if h.xact {
-		return h.tx
-	}
-	return h.conn
 }
 
 // sessionVariants measure a session lock and its unlock: two statements
@@ -260,10 +262,10 @@ var xactVariants = []benchVariant{
 		return err
 	}},
 	{name: "param", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		return queryBool(ctx, h.queryer(), "SELECT pg_try_advisory_xact_lock($1)", k)
+		return queryBool(ctx, h.tx, "SELECT pg_try_advisory_xact_lock($1)", k)
 	}},
 	{name: "inline", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		return queryBool(ctx, h.queryer(), "SELECT pg_try_advisory_xact_lock("+strconv.FormatInt(k, 10)+")")
+		return queryBool(ctx, h.tx, "SELECT pg_try_advisory_xact_lock("+strconv.FormatInt(k, 10)+")")
 	}},
 }
 
