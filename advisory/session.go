@@ -14,7 +14,7 @@ import (
 // If ctx ends the wait, Lock returns an error wrapping ctx.Err() and closes
 // the session, since the lock may have been granted as the wait ended.
 func Lock(ctx context.Context, conn *sql.Conn, key Key) error {
-	_, err := acquire(ctx, conn, "lock", key.String(), sqltext.Lock(false, false, key.sql()))
+	_, err := acquire(ctx, conn, "lock", []Key{key}, sqltext.Lock(false, false, key.sql()))
 	return err
 }
 
@@ -23,7 +23,7 @@ func Lock(ctx context.Context, conn *sql.Conn, key Key) error {
 // lock is held until [UnlockShared], [UnlockAll], or the end of the
 // session. On error it behaves as [Lock] does.
 func LockShared(ctx context.Context, conn *sql.Conn, key Key) error {
-	_, err := acquire(ctx, conn, "lock shared", key.String(), sqltext.Lock(false, true, key.sql()))
+	_, err := acquire(ctx, conn, "lock shared", []Key{key}, sqltext.Lock(false, true, key.sql()))
 	return err
 }
 
@@ -32,7 +32,7 @@ func LockShared(ctx context.Context, conn *sql.Conn, key Key) error {
 // [Unlock], [UnlockAll], or the end of the session. On error TryLock
 // reports false and closes the session, as [Lock] does.
 func TryLock(ctx context.Context, conn *sql.Conn, key Key) (bool, error) {
-	return acquire(ctx, conn, "try lock", key.String(), sqltext.TryLock(false, false, key.sql()))
+	return acquire(ctx, conn, "try lock", []Key{key}, sqltext.TryLock(false, false, key.sql()))
 }
 
 // TryLockShared takes a shared session lock on key if no exclusive lock
@@ -40,7 +40,7 @@ func TryLock(ctx context.Context, conn *sql.Conn, key Key) (bool, error) {
 // held until [UnlockShared], [UnlockAll], or the end of the session. On
 // error it reports false and closes the session, as [Lock] does.
 func TryLockShared(ctx context.Context, conn *sql.Conn, key Key) (bool, error) {
-	return acquire(ctx, conn, "try lock shared", key.String(), sqltext.TryLock(false, true, key.sql()))
+	return acquire(ctx, conn, "try lock shared", []Key{key}, sqltext.TryLock(false, true, key.sql()))
 }
 
 // LockKeys waits until it holds an exclusive session lock on every key. It
@@ -56,7 +56,7 @@ func LockKeys(ctx context.Context, conn *sql.Conn, keys ...Key) error {
 		return errNoKeys
 	}
 	keys = canonical(keys)
-	_, err := acquire(ctx, conn, "lock", keyList(keys), sqltext.Lock(false, false, sqlKeys(keys)...))
+	_, err := acquire(ctx, conn, "lock", keys, sqltext.Lock(false, false, sqlKeys(keys)...))
 	return err
 }
 
@@ -107,14 +107,14 @@ func UnlockAll(ctx context.Context, conn *sql.Conn) error {
 // acquire runs a session lock statement on conn and reports whether it
 // affected a row, which for a try means the lock was taken. On error it
 // closes the session, whose holding is then in doubt.
-func acquire(ctx context.Context, conn *sql.Conn, op, keys, stmt string) (bool, error) {
+func acquire(ctx context.Context, conn *sql.Conn, op string, keys []Key, stmt string) (bool, error) {
 	if conn == nil {
 		return false, errNilConn
 	}
 	n, err := run(ctx, conn, stmt)
 	if err != nil {
 		discard(conn)
-		return false, fail(ctx, op, keys, err)
+		return false, fail(ctx, op, keyList(keys), err)
 	}
 	return n > 0, nil
 }

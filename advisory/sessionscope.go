@@ -84,7 +84,7 @@ func withSessionLockConn(ctx context.Context, conn *sql.Conn, key Key, fn func(c
 		}
 	}
 	op, stmt := o.lockStatement(false, key)
-	acquired, err := acquire(ctx, conn, op, key.String(), stmt) // only a try reports a row count
+	acquired, err := acquire(ctx, conn, op, []Key{key}, stmt) // only a try reports a row count
 	if err == nil && o.try && !acquired {
 		err = failKind(op, key.String(), ErrNotAcquired, nil)
 	}

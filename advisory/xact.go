@@ -15,7 +15,7 @@ import (
 // any error from the transaction lock functions, roll tx back: the lock,
 // if it was granted as the error arose, ends with the transaction.
 func XactLock(ctx context.Context, tx *sql.Tx, key Key) error {
-	_, err := xactAcquire(ctx, tx, "xact lock", key.String(), sqltext.Lock(true, false, key.sql()))
+	_, err := xactAcquire(ctx, tx, "xact lock", []Key{key}, sqltext.Lock(true, false, key.sql()))
 	return err
 }
 
@@ -23,7 +23,7 @@ func XactLock(ctx context.Context, tx *sql.Tx, key Key) error {
 // Shared locks on a key coexist with each other and exclude exclusive ones.
 // The lock is released when tx commits or rolls back.
 func XactLockShared(ctx context.Context, tx *sql.Tx, key Key) error {
-	_, err := xactAcquire(ctx, tx, "xact lock shared", key.String(), sqltext.Lock(true, true, key.sql()))
+	_, err := xactAcquire(ctx, tx, "xact lock shared", []Key{key}, sqltext.Lock(true, true, key.sql()))
 	return err
 }
 
@@ -31,14 +31,14 @@ func XactLockShared(ctx context.Context, tx *sql.Tx, key Key) error {
 // without waiting, and reports whether it did. A lock taken is released
 // when tx commits or rolls back.
 func TryXactLock(ctx context.Context, tx *sql.Tx, key Key) (bool, error) {
-	return xactAcquire(ctx, tx, "try xact lock", key.String(), sqltext.TryLock(true, false, key.sql()))
+	return xactAcquire(ctx, tx, "try xact lock", []Key{key}, sqltext.TryLock(true, false, key.sql()))
 }
 
 // TryXactLockShared takes a shared transaction lock on key if no exclusive
 // lock holds it, without waiting, and reports whether it did. A lock taken
 // is released when tx commits or rolls back.
 func TryXactLockShared(ctx context.Context, tx *sql.Tx, key Key) (bool, error) {
-	return xactAcquire(ctx, tx, "try xact lock shared", key.String(), sqltext.TryLock(true, true, key.sql()))
+	return xactAcquire(ctx, tx, "try xact lock shared", []Key{key}, sqltext.TryLock(true, true, key.sql()))
 }
 
 // XactLockKeys waits until it holds an exclusive transaction lock on every
@@ -51,19 +51,19 @@ func XactLockKeys(ctx context.Context, tx *sql.Tx, keys ...Key) error {
 		return errNoKeys
 	}
 	keys = canonical(keys)
-	_, err := xactAcquire(ctx, tx, "xact lock", keyList(keys), sqltext.Lock(true, false, sqlKeys(keys)...))
+	_, err := xactAcquire(ctx, tx, "xact lock", keys, sqltext.Lock(true, false, sqlKeys(keys)...))
 	return err
 }
 
 // xactAcquire runs a transaction lock statement on tx and reports whether
 // it affected a row, which for a try means the lock was taken.
-func xactAcquire(ctx context.Context, tx *sql.Tx, op, keys, stmt string) (bool, error) {
+func xactAcquire(ctx context.Context, tx *sql.Tx, op string, keys []Key, stmt string) (bool, error) {
 	if tx == nil {
 		return false, errNilTx
 	}
 	n, err := run(ctx, tx, stmt)
 	if err != nil {
-		return false, fail(ctx, op, keys, err)
+		return false, fail(ctx, op, keyList(keys), err)
 	}
 	return n > 0, nil
 }

@@ -74,7 +74,7 @@ func withXactLockTx(ctx context.Context, tx *sql.Tx, key Key, fn func(ctx contex
 	}()
 
 	op, stmt := o.lockStatement(true, key)
-	acquired, err := xactAcquire(ctx, tx, op, key.String(), stmt) // only a try reports a row count
+	acquired, err := xactAcquire(ctx, tx, op, []Key{key}, stmt) // only a try reports a row count
 	if err == nil && o.try && !acquired {
 		err = failKind(op, key.String(), ErrNotAcquired, nil)
 	}

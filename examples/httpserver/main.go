@@ -26,16 +26,12 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
-
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
-	_ "github.com/lib/pq"              // the "postgres" driver
 
 	"github.com/pgadvisory/pgadvisory/internal/pgtest"
 )
@@ -47,8 +43,7 @@ func main() { os.Exit(mainCode()) }
 func mainCode() int {
 	driver := flag.String("driver", "pq", "database/sql driver: pq (github.com/lib/pq) or pgx (github.com/jackc/pgx/v5/stdlib)")
 	flag.Parse()
-	sqlDriver, ok := map[string]string{"pq": "postgres", "pgx": "pgx"}[*driver]
-	if !ok || flag.NArg() > 0 {
+	if (*driver != pgtest.DriverPQ && *driver != pgtest.DriverPGX) || flag.NArg() > 0 {
 		flag.Usage()
 		return 2
 	}
@@ -56,36 +51,15 @@ func mainCode() int {
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 
-	where := "DATABASE_URL"
-	dsn := os.Getenv("DATABASE_URL")
-	if dsn == "" {
-		fmt.Println("starting a disposable PostgreSQL (DATABASE_URL is not set)...")
-		var stop func()
-		var err error
-		dsn, stop, err = pgtest.Launch(ctx)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "httpserver: no PostgreSQL: %v\nSet DATABASE_URL to a postgres:// URL to use an existing server.\n", err)
-			return 1
-		}
-		defer stop()
-		where = "disposable server"
-	}
-
-	db, err := sql.Open(sqlDriver, dsn)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	db, about, closeDB, err := pgtest.OpenExample(ctx, *driver, os.Stdout)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "httpserver: %v\n", err)
 		return 1
 	}
-	defer db.Close()
-
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	var version string
-	if err := db.QueryRowContext(ctx, "SHOW server_version").Scan(&version); err != nil {
-		fmt.Fprintf(os.Stderr, "httpserver: connect: %v\n", err)
-		return 1
-	}
-	fmt.Printf("driver %s, PostgreSQL %s (%s)\n", *driver, version, where)
+	defer closeDB()
+	fmt.Printf("driver %s, %s\n", *driver, about)
 
 	if err := run(ctx, db, os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "httpserver: %v\n", err)

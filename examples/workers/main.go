@@ -19,16 +19,12 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
-
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
-	_ "github.com/lib/pq"              // the "postgres" driver
 
 	"github.com/pgadvisory/pgadvisory/internal/pgtest"
 )
@@ -44,8 +40,7 @@ func mainCode() int {
 	flag.IntVar(&cfg.Workers, "workers", 8, "number of workers")
 	flag.DurationVar(&cfg.Work, "work", time.Millisecond, "how long each job's work takes, inside its transaction")
 	flag.Parse()
-	sqlDriver, ok := map[string]string{"pq": "postgres", "pgx": "pgx"}[*driver]
-	if !ok || flag.NArg() > 0 {
+	if (*driver != pgtest.DriverPQ && *driver != pgtest.DriverPGX) || flag.NArg() > 0 {
 		flag.Usage()
 		return 2
 	}
@@ -53,38 +48,17 @@ func mainCode() int {
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 
-	where := "DATABASE_URL"
-	dsn := os.Getenv("DATABASE_URL")
-	if dsn == "" {
-		fmt.Println("starting a disposable PostgreSQL (DATABASE_URL is not set)...")
-		var stop func()
-		var err error
-		dsn, stop, err = pgtest.Launch(ctx)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "workers: no PostgreSQL: %v\nSet DATABASE_URL to a postgres:// URL to use an existing server.\n", err)
-			return 1
-		}
-		defer stop()
-		where = "disposable server"
-	}
-
-	db, err := sql.Open(sqlDriver, dsn)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	db, about, closeDB, err := pgtest.OpenExample(ctx, *driver, os.Stdout)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "workers: %v\n", err)
 		return 1
 	}
-	defer db.Close()
+	defer closeDB()
 	db.SetMaxOpenConns(cfg.Workers)
 	db.SetMaxIdleConns(cfg.Workers)
-
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	var version string
-	if err := db.QueryRowContext(ctx, "SHOW server_version").Scan(&version); err != nil {
-		fmt.Fprintf(os.Stderr, "workers: connect: %v\n", err)
-		return 1
-	}
-	fmt.Printf("%d workers, %d jobs, driver %s, PostgreSQL %s (%s)\n", cfg.Workers, cfg.Jobs, *driver, version, where)
+	fmt.Printf("%d workers, %d jobs, driver %s, %s\n", cfg.Workers, cfg.Jobs, *driver, about)
 
 	rep, err := run(ctx, db, cfg, os.Stdout)
 	if err != nil {

@@ -2,7 +2,9 @@ package pgtest
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"io"
 	"os"
 )
 
@@ -22,4 +24,39 @@ func Launch(ctx context.Context) (dsn string, stop func(), err error) {
 		return "", nil, fmt.Errorf("pgtest: %w", r.err)
 	}
 	return r.servers[0].DSN, r.stop, nil
+}
+
+// OpenExample opens the database an example program runs against, with
+// driver DriverPQ or DriverPGX: DATABASE_URL when it is set, or else a
+// disposable server from [Launch], announced on w before it starts. It
+// checks the server answers and returns a description of it for the
+// program's first line, such as "PostgreSQL 17.2 (disposable server)".
+// close closes db and removes any server Launch started.
+func OpenExample(ctx context.Context, driver string, w io.Writer) (db *sql.DB, about string, close func(), err error) {
+	if driver != DriverPQ && driver != DriverPGX {
+		return nil, "", nil, fmt.Errorf("pgtest: driver %q: want %q or %q", driver, DriverPQ, DriverPGX)
+	}
+	where, stop := "DATABASE_URL", func() {}
+	dsn := os.Getenv(envExample)
+	if dsn == "" {
+		fmt.Fprintln(w, "starting a disposable PostgreSQL (DATABASE_URL is not set)...")
+		if dsn, stop, err = Launch(ctx); err != nil {
+			return nil, "", nil, fmt.Errorf("%w\nSet DATABASE_URL to a postgres:// URL to use an existing server", err)
+		}
+		where = "disposable server"
+	}
+	if db, err = openDB(driver, dsn); err != nil {
+		stop()
+		return nil, "", nil, err
+	}
+	close = func() {
+		db.Close()
+		stop()
+	}
+	var version string
+	if err := db.QueryRowContext(ctx, "SHOW server_version").Scan(&version); err != nil {
+		close()
+		return nil, "", nil, fmt.Errorf("pgtest: connect: %w", err)
+	}
+	return db, "PostgreSQL " + version + " (" + where + ")", close, nil
 }
