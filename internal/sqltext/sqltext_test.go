@@ -1,0 +1,43 @@
+package sqltext_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+)
+
+func TestStatements(t *testing.T) {
+	t.Parallel()
+	big := sqltext.Key{Bigint: math.MinInt64}
+	pair := sqltext.Key{Pair: true, A: math.MinInt32, B: 7}
+	tests := []struct {
+		name, got, want string
+	}{
+		{"Lock", sqltext.Lock(false, false, big), "SELECT pg_advisory_lock(-9223372036854775808)"},
+		{"XactLockShared", sqltext.Lock(true, true, pair), "SELECT pg_advisory_xact_lock_shared(-2147483648,7)"},
+		{"LockMany", sqltext.Lock(false, false, big, sqltext.Key{Bigint: 1}, pair),
+			"SELECT pg_advisory_lock(k) FROM (VALUES (-9223372036854775808),(1)) AS k(k) " +
+				"UNION ALL SELECT pg_advisory_lock(a,b) FROM (VALUES (-2147483648,7)) AS p(a,b)"},
+		{"LockManyPairsOnly", sqltext.Lock(true, false, pair, pair),
+			"SELECT pg_advisory_xact_lock(a,b) FROM (VALUES (-2147483648,7),(-2147483648,7)) AS p(a,b)"},
+		{"TryLock", sqltext.TryLock(true, false, big), "SELECT 1 WHERE pg_try_advisory_xact_lock(-9223372036854775808)"},
+		{"LockTimeout", sqltext.LockTimeout(false, true, pair, 250),
+			"SELECT set_config('lock_timeout', t.prev, true) FROM (SELECT current_setting('lock_timeout') AS prev, " +
+				"set_config('lock_timeout', '250', true), pg_advisory_lock_shared(-2147483648,7) OFFSET 0) AS t"},
+		{"Unlock", sqltext.Unlock(true, pair), "SELECT 1 WHERE pg_advisory_unlock_shared(-2147483648,7)"},
+		{"UnlockMany", sqltext.Unlock(false, big, pair),
+			"SELECT 1 FROM (VALUES (-9223372036854775808)) AS k(k) WHERE pg_advisory_unlock(k) " +
+				"UNION ALL SELECT 1 FROM (VALUES (-2147483648,7)) AS p(a,b) WHERE pg_advisory_unlock(a,b)"},
+		{"Release", sqltext.Release(false, big),
+			"SELECT 1 WHERE CASE WHEN pg_advisory_unlock(-9223372036854775808) THEN pg_advisory_unlock_all() IS NOT NULL ELSE false END"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if tt.got != tt.want {
+				t.Errorf("\n got %s\nwant %s", tt.got, tt.want)
+			}
+		})
+	}
+}
