@@ -53,41 +53,64 @@ func randomCancelPoint(rnd *mrand.Rand) cancelPoint {
 
 // rwGuard checks in memory what the locks promise: while a session holds a
 // key exclusively, nobody else is inside; while sessions hold it shared,
-// no exclusive holder is.
+// no exclusive holder is. A transaction holder whose context has ended
+// does not count: database/sql then rolls its transaction back at once,
+// from a goroutine of its own, so the server may release the lock while fn
+// is still inside. Its context ends before that rollback starts, so a
+// holder whose context was still live when another entered did hold the
+// lock then. A session holder always counts: its lock ends only when the
+// helper releases it or closes the session, after fn.
 type rwGuard struct {
 	mu        sync.Mutex
-	readers   []int
-	writers   []int
-	violation atomic.Value // string
+	holders   []map[*guardHolder]bool // per key
+	violation atomic.Value            // string
+}
+
+// guardHolder is one session inside a guarded section.
+type guardHolder struct {
+	ctx    context.Context
+	shared bool
+	xact   bool // holds a transaction lock
 }
 
 // newRWGuard returns a guard for n keys.
 func newRWGuard(n int) *rwGuard {
-	return &rwGuard{readers: make([]int, n), writers: make([]int, n)}
+	g := &rwGuard{holders: make([]map[*guardHolder]bool, n)}
+	for i := range g.holders {
+		g.holders[i] = map[*guardHolder]bool{}
+	}
+	return g
 }
 
-func (g *rwGuard) enter(i int, shared bool, desc string) {
+// enter records a holder of key #i and reports a live holder it conflicts
+// with. The caller passes the returned holder to leave.
+func (g *rwGuard) enter(ctx context.Context, i int, shared, xact bool, desc string) *guardHolder {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.writers[i] > 0 || (!shared && g.readers[i] > 0) {
+	exclusive, sharedN := 0, 0
+	for h := range g.holders[i] {
+		if h.xact && h.ctx.Err() != nil {
+			continue
+		}
+		if h.shared {
+			sharedN++
+		} else {
+			exclusive++
+		}
+	}
+	if exclusive > 0 || (!shared && sharedN > 0) {
 		g.violation.CompareAndSwap(nil, fmt.Sprintf("%s entered key #%d (shared=%v) while %d exclusive and %d shared holders were inside",
-			desc, i, shared, g.writers[i], g.readers[i]))
+			desc, i, shared, exclusive, sharedN))
 	}
-	if shared {
-		g.readers[i]++
-	} else {
-		g.writers[i]++
-	}
+	h := &guardHolder{ctx: ctx, shared: shared, xact: xact}
+	g.holders[i][h] = true
+	return h
 }
 
-func (g *rwGuard) leave(i int, shared bool) {
+func (g *rwGuard) leave(i int, h *guardHolder) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if shared {
-		g.readers[i]--
-	} else {
-		g.writers[i]--
-	}
+	delete(g.holders[i], h)
 }
 
 func (g *rwGuard) check(t *testing.T) {
@@ -138,9 +161,10 @@ func (h *hygieneRun) hygieneCtx() (ctx context.Context, cancel context.CancelFun
 // guarded section, so that a session that dies with it, releasing the lock
 // server-side, is not mistaken for two holders).
 func (h *hygieneRun) critical(ctx context.Context, q pgQuerier, cancel context.CancelFunc, g *rwGuard) (wait func(), err error) {
-	g.enter(h.i, h.shared, h.desc)
+	_, xact := q.(*sql.Tx)
+	holder := g.enter(ctx, h.i, h.shared, xact, h.desc)
 	time.Sleep(time.Duration(h.delay / 10))
-	g.leave(h.i, h.shared)
+	g.leave(h.i, holder)
 	var wg sync.WaitGroup
 	if h.point == cancelInFn {
 		if h.delay < time.Millisecond {

@@ -22,6 +22,11 @@ import (
 // then returns an error. A transaction that ended any other way is reported
 // as an error, never as a success.
 //
+// If ctx ends while fn runs, database/sql rolls the transaction back at
+// once, and the lock ends with it even though fn is still running: fn's
+// database work is undone, but anything else fn does after that runs
+// without the lock. fn should stop when ctx is done.
+//
 // When the lock is not granted the error matches [ErrNotAcquired] (with
 // [Try]), [ErrLockTimeout] (with [Timeout]), [ErrDeadlock], or ctx.Err(),
 // and fn is not called. When fn fails, WithXactLock returns fn's error
