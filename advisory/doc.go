@@ -45,9 +45,10 @@
 // after an acquire that failed (a lock can be granted in the same instant
 // that a cancel or a timeout fails the call), an acquire that succeeded
 // only as the caller's context ended, a release that failed or found the
-// key not held, a multi-key statement that failed partway, or a panic in a
-// scoped helper's fn. The session is closed through (*sql.Conn).Raw
-// returning driver.ErrBadConn, the one way to make database/sql discard a
+// key not held, a multi-key statement that failed partway, a context that
+// ended while a session scope's fn ran, or a panic in a scoped helper's
+// fn. The session is closed through (*sql.Conn).Raw returning
+// driver.ErrBadConn, the one way to make database/sql discard a
 // connection; conn then reports [sql.ErrConnDone], and the server releases
 // everything the session held.
 //

@@ -29,7 +29,8 @@ var (
 	ErrNotHeld = errors.New("advisory: lock not held")
 
 	// ErrLockLost means a session lock was no longer held when
-	// [WithSessionLock] went to release it, so fn may have run without it.
+	// [WithSessionLock] or [WithSessionLockConn] went to release it, so fn
+	// may have run without it.
 	ErrLockLost = errors.New("advisory: lock lost before release")
 
 	// ErrLockTableFull means the server's shared lock table is full

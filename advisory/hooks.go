@@ -8,8 +8,10 @@ import (
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 )
 
-// init lets the module's other packages (sqlxlock, mock) see how this one
-// reads its options and reports its errors, without exporting either.
+// init sets the hooks of internal/hook, so that sqlxlock and mock can check
+// options, report errors, run an owned session scope and read the
+// statements a scope sends exactly as advisory does, without advisory
+// exporting any of it.
 func init() {
 	hook.CheckOptions = func(v any) (*sql.TxOptions, error) {
 		o, err := newOptions(v.([]Option))

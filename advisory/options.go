@@ -10,7 +10,8 @@ import (
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 )
 
-// An Option changes how [WithXactLock] and [WithSessionLock] take their
+// An Option changes how the scoped helpers ([WithXactLock],
+// [WithXactLockTx], [WithSessionLock], [WithSessionLockConn]) take their
 // lock. By default they wait for an exclusive lock for as long as ctx
 // allows.
 type Option func(*options)
@@ -31,7 +32,8 @@ func Try() Option { return func(o *options) { o.try = true } }
 // lock_timeout; a wait that runs out returns an error matching
 // [ErrLockTimeout]. It costs no extra round trip: the statement that takes
 // the lock sets the bound and puts the previous setting back, so no later
-// statement, in fn or on the pooled session, sees it. d must be positive; it is rounded up to whole
+// statement, in fn or on the pooled session, sees it. d must be positive
+// and at most math.MaxInt32 milliseconds; it is rounded up to whole
 // milliseconds. ctx can still end the wait sooner.
 func Timeout(d time.Duration) Option {
 	return func(o *options) { o.bounded, o.timeout = true, d }

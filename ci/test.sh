@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The project's single test command. It builds the local PostgreSQL images
 # when they are missing (ci/build-images.sh), then checks formatting, runs
-# go vet, and runs every test with the race detector against PostgreSQL 15
-# and 17. Extra arguments go to `go test`, for example:
+# go vet and staticcheck, and runs every test with the race detector against
+# PostgreSQL 15 and 17. Extra arguments go to `go test`, for example:
 #
 #   ci/test.sh -run TestLock -v
 #

@@ -31,8 +31,9 @@ var (
 	// ErrUnavailable means the database could not be reached, refused
 	// the connection, or dropped it: a broken or closed connection, a
 	// closed *sql.DB, a network error, or a server error of SQLSTATE
-	// class 08, 53300 (too many connections) or 57P01 to 57P05
-	// (shutdown, recovery, startup). The handler was not called.
+	// class 08, 53300 (too many connections) or 57P01 to 57P05 (admin or
+	// crash shutdown, cannot connect now, database dropped, idle session
+	// timeout). The handler was not called.
 	ErrUnavailable = errors.New("middleware: database unavailable")
 
 	// ErrCommit means the commit before the response failed, so the

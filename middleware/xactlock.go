@@ -27,9 +27,10 @@ import (
 //     if the status is below 400 and rolls back otherwise ([CommitPolicy]
 //     changes the rule). If that commit fails, or the request's context
 //     has ended by then, the transaction rolls back and the client gets
-//     500 Internal Server Error (499 for a client that went away) instead
-//     of the handler's response. A handler that writes nothing is
-//     committed when it returns.
+//     500 Internal Server Error instead of the handler's response (499 if
+//     the client went away, 503 Service Unavailable if the request's
+//     deadline passed). A handler that writes nothing is committed when it
+//     returns.
 //
 // The lock is released when the transaction ends, so it is held while the
 // handler works and never after its response has begun. A handler that

@@ -21,14 +21,16 @@
 // Boolean answers are row counts, as advisory reads them: acquired true
 // (or held true) answers one row, false answers none.
 //
-// The scoped helpers are expected with [ExpectWithXactLock] and
-// [ExpectWithSessionLock]. They take the same [advisory.Option] values as
-// the call they expect, and an [Outcome] that says how the call ends:
-// BEGIN, the lock, then COMMIT ([Commit]) or ROLLBACK ([Rollback], and
-// [NotAcquired] or [Failed] when the lock is refused or fails); or the
-// lock, then the unlock ([Release]). They return an [XactScope] or a
-// [SessionScope] that holds every expectation they laid down, for
-// chaining:
+// The scoped helpers are expected with [ExpectWithXactLock],
+// [ExpectWithSessionLock] and [ExpectWithSessionLockConn]. They take the
+// same [advisory.Option] values as the call they expect, and an [Outcome]
+// that says how the call ends: BEGIN, the lock, then COMMIT ([Commit]) or
+// ROLLBACK ([Rollback], and [NotAcquired] or [Failed] when the lock is
+// refused or fails); or the lock, then the release ([Release]): for
+// WithSessionLock, the unlock of key followed by pg_advisory_unlock_all();
+// for WithSessionLockConn, the unlock of key alone. They return an
+// [XactScope] or a [SessionScope] that holds every expectation they laid
+// down, for chaining:
 //
 //	mock.ExpectWithXactLock(m, key, mock.NotAcquired, advisory.Try())
 //	mock.ExpectWithXactLock(m, key, mock.Failed, advisory.Timeout(time.Second)) // advisory.ErrLockTimeout
@@ -49,10 +51,10 @@
 // multi-key statements sorted by [advisory.Key.Compare] without duplicates.
 // The scoped helpers go one step further and ask advisory itself which
 // statement its options produce, so that every option advisory has, now or
-// later, is covered. Every
-// expectation also requires that no arguments are sent. A test in this
-// package runs each advisory function against its helper, so a change to
-// advisory's SQL cannot silently break the tests of this package's users.
+// later, is covered. Every expectation also requires that no arguments are
+// sent. A test in this package runs each advisory function against its
+// helper, so a change to advisory's SQL cannot silently break the tests of
+// this package's users.
 //
 // # Query matchers
 //

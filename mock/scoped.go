@@ -9,7 +9,8 @@ import (
 )
 
 // An Outcome says how a scoped helper's call ends, and so which statements
-// [ExpectWithXactLock] and [ExpectWithSessionLock] lay down after the lock.
+// [ExpectWithXactLock], [ExpectWithSessionLock] and
+// [ExpectWithSessionLockConn] lay down after the lock.
 type Outcome int
 
 const (
@@ -22,7 +23,8 @@ const (
 	Rollback
 
 	// Release: WithSessionLock got the lock, fn returned (with or without
-	// an error), and the lock is released. For ExpectWithSessionLock only.
+	// an error), and the lock is released. For ExpectWithSessionLock and
+	// ExpectWithSessionLockConn only.
 	Release
 
 	// NotAcquired: with [advisory.Try], the lock statement answers that
@@ -72,29 +74,28 @@ func (o Outcome) String() string {
 // Commit is set only for the Commit outcome, and Rollback only for
 // Rollback, NotAcquired and Failed.
 type XactScope struct {
-	Begin    *sqlmock.ExpectedBegin
-	Lock     *sqlmock.ExpectedExec
-	Commit   *sqlmock.ExpectedCommit
-	Rollback *sqlmock.ExpectedRollback
+	Begin    *sqlmock.ExpectedBegin    // the BEGIN
+	Lock     *sqlmock.ExpectedExec     // the statement that takes the lock
+	Commit   *sqlmock.ExpectedCommit   // the COMMIT, or nil
+	Rollback *sqlmock.ExpectedRollback // the ROLLBACK, or nil
 }
 
 // ExpectWithXactLock expects [advisory.WithXactLock] (or
 // sqlxlock.WithXactLock, or a BEGIN followed by [advisory.WithXactLockTx])
-// on key with opts: BEGIN, then the statement that
-// takes the lock as opts say ([advisory.Try], [advisory.Timeout],
-// [advisory.Shared]), then COMMIT or ROLLBACK as outcome says. Pass the
-// very options the code under test passes.
+// on key with opts: BEGIN, then the statement that takes the lock as opts
+// say ([advisory.Try], [advisory.Timeout], [advisory.Shared]), then COMMIT
+// or ROLLBACK as outcome says. Pass the very options the code under test
+// passes.
 //
 // sqlmock matches expectations in order, so statements that fn sends must
 // come between the lock and the end: for an fn that sends any, use outcome
 // [Granted], lay them down, then call m.ExpectCommit() or
 // m.ExpectRollback().
 //
-// The lock statement is the one advisory itself builds for opts. It
-// panics when advisory rejects opts, for example
-// advisory.Timeout(0), since the call then sends nothing at all; when
-// outcome is NotAcquired and opts lack advisory.Try; and when outcome is
-// [Release].
+// The lock statement is the one advisory itself builds for opts. It panics
+// when advisory rejects opts, for example advisory.Timeout(0), since the
+// call then sends nothing at all; when outcome is NotAcquired and opts lack
+// advisory.Try; and when outcome is [Release].
 func ExpectWithXactLock(m sqlmock.Sqlmock, key advisory.Key, outcome Outcome, opts ...advisory.Option) *XactScope {
 	const helper = "mock: ExpectWithXactLock: "
 	switch outcome {
@@ -116,22 +117,26 @@ func ExpectWithXactLock(m sqlmock.Sqlmock, key advisory.Key, outcome Outcome, op
 	return s
 }
 
-// SessionScope holds the expectations [ExpectWithSessionLock] laid down,
-// for chaining. Unlock is set for the Release outcome, or by
-// [SessionScope.ExpectRelease].
+// SessionScope holds the expectations [ExpectWithSessionLock] or
+// [ExpectWithSessionLockConn] laid down, for chaining. Unlock holds the
+// statement that ends the scope: for ExpectWithSessionLock, the release of
+// key and then of every session lock of the connection; for
+// ExpectWithSessionLockConn, the unlock of key alone. It is set for the
+// Release outcome, or by [SessionScope.ExpectRelease].
 type SessionScope struct {
-	Lock   *sqlmock.ExpectedExec
-	Unlock *sqlmock.ExpectedExec
+	Lock   *sqlmock.ExpectedExec // the statement that takes the lock
+	Unlock *sqlmock.ExpectedExec // the statement that ends the scope, or nil
 
 	m      sqlmock.Sqlmock
 	unlock string
 }
 
-// ExpectRelease lays down the unlock that ends the scope, as the Release
-// outcome would have, and sets s.Unlock to it. Call it after fn's own
-// statements, for a scope laid down with [Granted]. The unlock reports the
-// lock held; chain WillReturnResult(sqlmock.NewResult(0, 0)) to have it
-// report the lock lost ([advisory.ErrLockLost]).
+// ExpectRelease lays down the statement that ends the scope (see
+// SessionScope.Unlock), as the Release outcome would have, and sets
+// s.Unlock to it. Call it after fn's own statements, for a scope laid down
+// with [Granted]. The statement reports the lock held; chain
+// WillReturnResult(sqlmock.NewResult(0, 0)) to have it report the lock lost
+// ([advisory.ErrLockLost]).
 func (s *SessionScope) ExpectRelease() *sqlmock.ExpectedExec {
 	s.Unlock = expect(s.m, s.unlock, 1)
 	return s.Unlock

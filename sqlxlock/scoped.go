@@ -27,10 +27,10 @@ var (
 //
 // fn must not commit tx itself; to commit before it returns, it calls
 // [advisory.CommitEarly] with the context it was given. The errors are
-// advisory's: when the
-// lock is not granted they match [advisory.ErrNotAcquired] (with
-// [advisory.Try]), [advisory.ErrLockTimeout] (with [advisory.Timeout]),
-// [advisory.ErrDeadlock], or ctx.Err(), and fn is not called.
+// advisory's: when the lock is not granted they match
+// [advisory.ErrNotAcquired] (with [advisory.Try]), [advisory.ErrLockTimeout]
+// (with [advisory.Timeout]), [advisory.ErrDeadlock], or ctx.Err(), and fn is
+// not called.
 func WithXactLock(ctx context.Context, db *sqlx.DB, key advisory.Key, fn func(ctx context.Context, tx *sqlx.Tx) error, opts ...advisory.Option) error {
 	switch {
 	case db == nil || db.DB == nil:
@@ -58,9 +58,11 @@ func WithXactLock(ctx context.Context, db *sqlx.DB, key advisory.Key, fn func(ct
 // lock is held only while fn runs.
 //
 // The connection goes back to the pool only when nothing is in doubt. After
-// an interrupted wait, a failed release, or a panic in fn, the session is
-// closed instead, and the server drops whatever it held; a panic continues
-// after that. fn must not close conn, and transactions it begins with
+// an interrupted or failed wait, a failed or refused release, ctx ending
+// while fn ran, or a panic in fn, the session is closed instead, and the
+// server drops whatever it held; a panic continues after that. When fn
+// returns, the scope releases the lock and every other session lock fn took
+// on conn. fn must not close conn, and transactions it begins with
 // conn.BeginTxx must end before it returns. The errors are advisory's, as
 // for [WithXactLock]; if the lock was gone when fn returned, the error
 // matches [advisory.ErrLockLost].

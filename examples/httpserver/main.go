@@ -19,9 +19,9 @@
 //	go run ./examples/httpserver [-driver pq|pgx]
 //
 // It uses the database in DATABASE_URL when that is set, creating and then
-// dropping a schema of its own. Otherwise it starts a disposable
-// PostgreSQL: in Docker if it can, else from local initdb and postgres
-// binaries.
+// dropping a schema of its own. Otherwise it uses the first server of
+// PGADVISORY_TEST_DSN, or starts a disposable PostgreSQL: in Docker if it
+// can, else from local initdb and postgres binaries.
 package main
 
 import (

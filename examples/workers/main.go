@@ -12,9 +12,9 @@
 //	go run ./examples/workers [-driver pq|pgx] [-jobs 200] [-workers 8]
 //
 // It uses the database in DATABASE_URL when that is set, creating and then
-// dropping a schema of its own. Otherwise it starts a disposable
-// PostgreSQL: in Docker if it can, else from local initdb and postgres
-// binaries.
+// dropping a schema of its own. Otherwise it uses the first server of
+// PGADVISORY_TEST_DSN, or starts a disposable PostgreSQL: in Docker if it
+// can, else from local initdb and postgres binaries.
 package main
 
 import (

@@ -26,9 +26,10 @@
 //     fail instead, naming what to set.
 //
 // Servers run with fsync, synchronous_commit and full_page_writes off, and
-// with max_connections=300. Under CI=true a server that fails to start is a
-// failure, never a skip, and a Docker failure never falls back silently to
-// local binaries.
+// with max_connections=300. Under CI=true, tests (not Launch) fail rather
+// than skip; a container that fails to start is a failure, and so is an
+// unreachable Docker when PGADVISORY_TEST_IMAGES is set. With that variable
+// unset, an unreachable Docker falls back to local binaries.
 //
 // # Use in tests
 //

@@ -7,7 +7,10 @@ import (
 
 // Target is one server and driver that a subtest of [Each] runs on.
 type Target struct {
+	// Server is the server the subtest runs on.
 	Server *Server
+	// Driver is the database/sql driver DB uses: DriverPQ, DriverPGX or
+	// DriverPGXCancel.
 	Driver string
 	// DB is opened for the subtest and closed at its cleanup.
 	DB *sql.DB

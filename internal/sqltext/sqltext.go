@@ -19,7 +19,7 @@ import (
 // Key is a lock key as a statement needs it: the bigint of
 // pg_advisory_*(bigint), or the two integers of pg_advisory_*(int, int).
 type Key struct {
-	Pair   bool
+	Pair   bool  // whether the key is two integers rather than a bigint
 	Bigint int64 // when !Pair
 	A, B   int32 // when Pair
 }
