@@ -44,7 +44,8 @@ func Timeout(d time.Duration) Option {
 func Shared() Option { return func(o *options) { o.shared = true } }
 
 // TxOptions sets the isolation level and read-only flag of the transaction
-// that [WithXactLock] begins. [WithSessionLock] ignores it.
+// that [WithXactLock] begins. [WithXactLockTx], whose transaction is begun
+// already, and the session helpers ignore it.
 func TxOptions(opts *sql.TxOptions) Option { return func(o *options) { o.txOpts = opts } }
 
 // errBadOption is wrapped by every error about an option's value.

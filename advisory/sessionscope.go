@@ -17,7 +17,7 @@ import (
 //
 // The connection goes back to the pool only when nothing is in doubt: a
 // Try found the key held elsewhere, or the lock was released cleanly.
-// After an interrupted wait, a failed or refused release, ctx ending while
+// After an interrupted or failed wait, a failed or refused release, ctx ending while
 // fn ran, or a panic in fn, WithSessionLock closes the session instead,
 // and the server drops whatever it held. A panic continues after that. fn
 // must not close conn, which would return the session to the pool with the

@@ -56,8 +56,9 @@
 // On the handler's first WriteHeader, Write, Flush or Hijack, a status
 // below 400 commits and a status of 400 or more rolls back ([CommitPolicy]
 // replaces the rule). If the commit fails, the client gets 500 Internal
-// Server Error instead of the handler's response, and the handler's later
-// writes are dropped. So a client that sees a success knows that the work
+// Server Error instead of the handler's response (499 if the client went
+// away, 503 if the request's deadline passed, and nothing is committed
+// then), and the handler's later writes are dropped. So a client that sees a success knows that the work
 // is durable, and the next request for the resource, which may arrive the
 // moment the response does, finds the lock free and the work visible.
 //
