@@ -17,13 +17,13 @@ import (
 //
 // The connection goes back to the pool only when nothing is in doubt: a
 // Try found the key held elsewhere, or the lock was released cleanly.
-// After an interrupted or failed wait, a failed or refused release, ctx ending while
-// fn ran, or a panic in fn, WithSessionLock closes the session instead,
-// and the server drops whatever it held. A panic continues after that. fn
-// must not close conn, which would return the session to the pool with the
-// lock, and must end every transaction it begins on conn before it
-// returns, since database/sql cannot release a connection with an open
-// transaction.
+// After an interrupted or failed wait, a failed or refused release, ctx
+// ending while fn ran, or a panic in fn, WithSessionLock closes the
+// session instead, and the server drops whatever it held. A panic
+// continues after that. fn must not close conn, which would return the
+// session to the pool with the lock, and must end every transaction it
+// begins on conn before it returns, since database/sql cannot release a
+// connection with an open transaction.
 //
 // Use it for work that must span several transactions, or that must hold
 // a lock while it waits on something outside the database; otherwise
