@@ -147,6 +147,36 @@ func TestWithXactLockCommitEarly(t *testing.T) {
 			t.Fatalf("CommitEarly = %v, WithXactLock = %v; both should report the commit failure", early, err)
 		}
 	})
+	t.Run("EndedContextRollsBack", func(t *testing.T) {
+		t.Parallel()
+		db, m := newMock(t)
+		m.ExpectBegin()
+		m.ExpectExec("SELECT pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
+		m.ExpectRollback()
+		var early error
+		err := advisory.WithXactLock(context.Background(), db, k42, func(ctx context.Context, _ *sql.Tx) error {
+			early = advisory.CommitEarly(endedAsCallReturns{ctx})
+			return nil
+		})
+		if !errors.Is(early, context.Canceled) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("CommitEarly = %v, WithXactLock = %v; both should match context.Canceled", early, err)
+		}
+	})
+	t.Run("WithXactLockNeverCommitsOnceCtxEnded", func(t *testing.T) {
+		t.Parallel()
+		db, m := newMock(t)
+		m.ExpectBegin()
+		m.ExpectExec("SELECT pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
+		m.ExpectRollback()
+		ctx, cancel := context.WithCancel(context.Background())
+		err := advisory.WithXactLock(ctx, db, k42, func(context.Context, *sql.Tx) error {
+			cancel()
+			return nil
+		})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("got %v, want an error matching context.Canceled", err)
+		}
+	})
 	t.Run("OutsideAScope", func(t *testing.T) {
 		t.Parallel()
 		if err := advisory.CommitEarly(context.Background()); err == nil {

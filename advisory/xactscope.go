@@ -25,7 +25,9 @@ import (
 // If ctx ends while fn runs, database/sql rolls the transaction back at
 // once, and the lock ends with it even though fn is still running: fn's
 // database work is undone, but anything else fn does after that runs
-// without the lock. fn should stop when ctx is done.
+// without the lock. fn should stop when ctx is done. Nothing is committed
+// once ctx has ended, by WithXactLock or by [CommitEarly]: the transaction
+// rolls back and the error matches ctx.Err().
 //
 // When the lock is not granted the error matches [ErrNotAcquired] (with
 // [Try]), [ErrLockTimeout] (with [Timeout]), [ErrDeadlock], or ctx.Err(),
@@ -97,6 +99,17 @@ func withXactLockTx(ctx context.Context, tx *sql.Tx, key Key, fn func(ctx contex
 	if err != nil {
 		return join(err, rollback(tx))
 	}
+	return commit(ctx, tx)
+}
+
+// commit commits tx unless ctx has ended. database/sql rolls back a
+// transaction whose context ended, but from a goroutine of its own, so a
+// commit could still win that race; here the rollback wins every time.
+func commit(ctx context.Context, tx *sql.Tx) error {
+	if err := ctx.Err(); err != nil {
+		_ = tx.Rollback()
+		return fail(ctx, "commit", "", err)
+	}
 	if err := tx.Commit(); err != nil {
 		return fail(ctx, "commit", "", err)
 	}
@@ -141,9 +154,7 @@ func CommitEarly(ctx context.Context) error {
 	defer s.mu.Unlock()
 	if !s.committed {
 		s.committed = true
-		if err := s.tx.Commit(); err != nil {
-			s.err = fail(ctx, "commit", "", err)
-		}
+		s.err = commit(ctx, s.tx)
 	}
 	return s.err
 }

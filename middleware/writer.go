@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 
+	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/internal/reqlock"
 )
 
@@ -163,7 +164,7 @@ func (rw *responseWriter) end(code int) {
 		_ = rw.tx.Rollback()
 		return
 	}
-	if err := reqlock.Commit(rw.scope, rw.tx); err != nil {
+	if err := advisory.CommitEarly(rw.scope); err != nil {
 		rw.state = abandoned
 		rw.err = fmt.Errorf("%w: %w", ErrCommit, reqlock.WithContext(rw.r.Context(), err))
 		h := rw.w.Header()

@@ -110,30 +110,3 @@ func TestRunContextEndedInFn(t *testing.T) {
 		t.Errorf("Run = %v, %v; want true, context.Canceled", called, err)
 	}
 }
-
-func TestCommit(t *testing.T) {
-	t.Parallel()
-	key := advisory.PairKey(1, 2)
-	for name, tt := range map[string]struct {
-		ctx     func(context.Context) context.Context
-		outcome mock.Outcome
-		want    error
-	}{
-		"Live":  {func(ctx context.Context) context.Context { return ctx }, mock.Commit, nil},
-		"Ended": {func(ctx context.Context) context.Context { return endedCtx{ctx} }, mock.Rollback, context.Canceled},
-	} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			db, m := mock.New(t)
-			mock.ExpectWithXactLock(m, key, tt.outcome)
-			var commitErr error
-			_ = advisory.WithXactLock(context.Background(), db, key, func(ctx context.Context, tx *sql.Tx) error {
-				commitErr = reqlock.Commit(tt.ctx(ctx), tx)
-				return commitErr
-			})
-			if !errors.Is(commitErr, tt.want) || (tt.want == nil) != (commitErr == nil) {
-				t.Errorf("Commit = %v, want %v", commitErr, tt.want)
-			}
-		})
-	}
-}
