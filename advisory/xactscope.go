@@ -90,7 +90,7 @@ func withXactLockTx(ctx context.Context, tx *sql.Tx, key Key, fn func(ctx contex
 		return join(err, rollback(tx))
 	}
 
-	scope := &xactScope{tx: tx}
+	scope := &xactScope{tx: tx, owned: true}
 	err = fn(context.WithValue(ctx, xactScopeKey{}, scope), tx)
 	finished = true
 	if early, commitErr := scope.outcome(); early {
@@ -117,9 +117,11 @@ func commit(ctx context.Context, tx *sql.Tx) error {
 }
 
 // xactScope is what a WithXactLock call keeps in its fn's context, so that
-// fn can commit early with [CommitEarly].
+// fn can find its transaction with [TxFromContext] and commit early with
+// [CommitEarly]. [NewTxContext] makes one that no helper owns.
 type xactScope struct {
-	tx *sql.Tx
+	tx    *sql.Tx
+	owned bool // made by a scoped helper, which reads the outcome
 
 	mu        sync.Mutex
 	committed bool  // CommitEarly ran
@@ -138,6 +140,30 @@ func (s *xactScope) outcome() (bool, error) {
 // errNoScope is returned by CommitEarly outside a WithXactLock fn.
 var errNoScope = errors.New("advisory: CommitEarly called outside the fn of WithXactLock")
 
+// NewTxContext returns a copy of ctx that carries tx, for [TxFromContext]
+// to find. The scoped helpers do this for their fn already; use it to hand
+// code under test a transaction of your own, or, with a nil tx, to hide an
+// outer transaction from code that must run without one. [CommitEarly]
+// refuses a context made here: the transaction is its maker's to end.
+func NewTxContext(ctx context.Context, tx *sql.Tx) context.Context {
+	return context.WithValue(ctx, xactScopeKey{}, &xactScope{tx: tx})
+}
+
+// TxFromContext returns the transaction of the [WithXactLock] or
+// [WithXactLockTx] call whose fn received ctx (or a context derived from
+// it), or the one [NewTxContext] put in ctx, and whether there was one.
+// The transaction holds the scope's lock, which is released when the
+// helper commits or rolls it back; code that finds it here must not end
+// it. The transports (httplock, grpclock) hand their handlers such a
+// context.
+func TxFromContext(ctx context.Context) (*sql.Tx, bool) {
+	s, ok := ctx.Value(xactScopeKey{}).(*xactScope)
+	if !ok || s.tx == nil {
+		return nil, false
+	}
+	return s.tx, true
+}
+
 // CommitEarly commits the transaction of the [WithXactLock] or
 // [WithXactLockTx] call whose fn received ctx (or a context derived from
 // it), before fn returns, and so releases the lock. Use it to answer a
@@ -147,7 +173,7 @@ var errNoScope = errors.New("advisory: CommitEarly called outside the fn of With
 // failed. Calling it again returns the first result.
 func CommitEarly(ctx context.Context) error {
 	s, ok := ctx.Value(xactScopeKey{}).(*xactScope)
-	if !ok {
+	if !ok || !s.owned {
 		return errNoScope
 	}
 	s.mu.Lock()

@@ -429,6 +429,7 @@ func TestDrift(t *testing.T) {
 // reason.
 var notLocking = map[string]string{
 	"Inspect": "reads pg_locks and pg_stat_activity; it takes and releases nothing",
+	"NewTxContext": "puts a transaction in a context; it sends nothing",
 }
 
 // TestDriftCoversEveryLockFunction fails when advisory exports a function

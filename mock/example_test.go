@@ -12,7 +12,7 @@ import (
 
 	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/middleware"
+	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 	"github.com/pgadvisory/pgadvisory/mock"
 )
 
@@ -72,10 +72,10 @@ func ExampleExpectTryXactLock() {
 // ordersNS is the key namespace of the order routes below.
 const ordersNS = 12
 
-// pay is a handler under test. It runs behind middleware.XactLock, in the
+// pay is a handler under test. It runs behind httplock.XactLock, in the
 // request's transaction, which holds the order's lock.
 func pay(w http.ResponseWriter, r *http.Request) {
-	tx, _ := middleware.TxFromContext(r.Context())
+	tx, _ := advisory.TxFromContext(r.Context())
 	if _, err := tx.ExecContext(r.Context(), "UPDATE orders SET paid = true WHERE id = $1", r.PathValue("id")); err != nil {
 		http.Error(w, "could not pay", http.StatusInternalServerError)
 		return
@@ -83,7 +83,7 @@ func pay(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// A handler behind middleware.XactLock, tested without a database. The
+// A handler behind httplock.XactLock, tested without a database. The
 // middleware is advisory.WithXactLock with advisory.Try, so
 // ExpectWithXactLock lays down its transaction: Granted stops after the
 // lock so the test can expect the handler's statement before the COMMIT,
@@ -103,7 +103,7 @@ func ExampleExpectWithXactLock() {
 	mock.ExpectWithXactLock(m, order, mock.NotAcquired, advisory.Try())
 
 	mux := http.NewServeMux()
-	lock := middleware.XactLock(db, middleware.PathKey(ordersNS, "id"))
+	lock := httplock.XactLock(db, httplock.PathKey(ordersNS, "id"))
 	mux.Handle("POST /orders/{id}/pay", lock(http.HandlerFunc(pay)))
 
 	for range 2 {

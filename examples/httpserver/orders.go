@@ -11,7 +11,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/pgadvisory/pgadvisory/middleware"
+	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 )
 
 // ordersNS is the lock namespace of orders: order 42's key is
@@ -84,7 +85,7 @@ type app struct {
 
 // handler returns the routes, with the payment behind the lock.
 func (a *app) handler(db *sql.DB) http.Handler {
-	lock := middleware.XactLock(db, middleware.PathKey(ordersNS, "id"))
+	lock := httplock.XactLock(db, httplock.PathKey(ordersNS, "id"))
 	mux := http.NewServeMux()
 	mux.Handle("POST /orders/{id}", lock(http.HandlerFunc(a.pay)))
 	return mux
@@ -94,7 +95,7 @@ func (a *app) handler(db *sql.DB) http.Handler {
 // middleware commits it before the 200 goes out.
 func (a *app) pay(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	tx, _ := middleware.TxFromContext(ctx)
+	tx, _ := advisory.TxFromContext(ctx)
 	id, _ := strconv.Atoi(r.PathValue("id")) // PathKey has checked it
 	var n int
 	err := tx.QueryRowContext(ctx, "UPDATE "+a.store.orders()+" SET payments = payments + 1 WHERE id = $1 RETURNING payments", id).Scan(&n)

@@ -15,19 +15,19 @@
 // has x-order-id: 42 take the same lock, advisory.PairKey(ordersNS, 42),
 // and so exclude each other. Each call runs in its own transaction holding
 // the lock, and the handler finds the transaction with
-// middleware.TxFromContext:
+// advisory.TxFromContext:
 //
 //	func (s *orders) Pay(ctx context.Context, req *pb.PayRequest) (*pb.PayResponse, error) {
-//		tx, _ := middleware.TxFromContext(ctx)
+//		tx, _ := advisory.TxFromContext(ctx)
 //		if _, err := tx.ExecContext(ctx, "UPDATE orders SET paid = true WHERE id = $1", req.OrderId); err != nil {
 //			return nil, status.Error(codes.Internal, "could not pay") // rolls back
 //		}
 //		return &pb.PayResponse{}, nil // commits before the response is sent
 //	}
 //
-// To apply the lock to some methods only, return middleware.ErrNoLock from
+// To apply the lock to some methods only, return httplock.ErrNoLock from
 // the key function for the others: they are served at once, without a
-// transaction, and middleware.TxFromContext reports false in them. A
+// transaction, and advisory.TxFromContext reports false in them. A
 // selector interceptor works too.
 //
 // A handler must not commit or roll back the transaction, must not keep
@@ -51,7 +51,7 @@
 // resource is refused, or waits, and the pool has one connection less. That
 // suits short server-streaming calls. For long-lived or bidirectional
 // streams, take the lock per message instead: leave the stream without a
-// lock (middleware.ErrNoLock from its key function, or no interceptor) and
+// lock (httplock.ErrNoLock from its key function, or no interceptor) and
 // call advisory.WithXactLock inside the handler for each message, with the
 // key the message names.
 //

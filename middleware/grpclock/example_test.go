@@ -17,8 +17,8 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/middleware"
 	"github.com/pgadvisory/pgadvisory/middleware/grpclock"
+	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 	"github.com/pgadvisory/pgadvisory/mock"
 )
 
@@ -39,7 +39,7 @@ func ExampleUnaryServerInterceptor() {
 
 	// The service's handler works in the call's transaction.
 	payOrder := func(ctx context.Context, req proto.Message) error {
-		tx, _ := middleware.TxFromContext(ctx)
+		tx, _ := advisory.TxFromContext(ctx)
 		id := req.(*wrapperspb.Int64Value).GetValue()
 		_, err := tx.ExecContext(ctx, "UPDATE orders SET paid = true WHERE id = $1", id)
 		return err
@@ -106,18 +106,18 @@ func ExampleMetadataIDKey() {
 	// 7:42 7:42 true
 }
 
-// A key function returns middleware.ErrNoLock for the methods that need
+// A key function returns httplock.ErrNoLock for the methods that need
 // no lock; they are served without a transaction.
 func ExampleKeyFunc_noLock() {
 	byOrder := grpclock.FieldKey(7, "value")
 	key := func(ctx context.Context, method string, req any) (advisory.Key, error) {
 		if method == "/shop.Orders/Get" {
-			return advisory.Key{}, middleware.ErrNoLock
+			return advisory.Key{}, httplock.ErrNoLock
 		}
 		return byOrder(ctx, method, req)
 	}
 	_, err := key(context.Background(), "/shop.Orders/Get", wrapperspb.Int64(42))
-	fmt.Println(errors.Is(err, middleware.ErrNoLock))
+	fmt.Println(errors.Is(err, httplock.ErrNoLock))
 	k, _ := key(context.Background(), "/shop.Orders/Pay", wrapperspb.Int64(42))
 	fmt.Println(k)
 	// Output:

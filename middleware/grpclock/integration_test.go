@@ -19,7 +19,6 @@ import (
 
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/internal/pgtest"
-	"github.com/pgadvisory/pgadvisory/middleware"
 	"github.com/pgadvisory/pgadvisory/middleware/grpclock"
 )
 
@@ -62,7 +61,7 @@ func (a *orderApp) unblock() { a.once.Do(func() { close(a.release) }) }
 
 // work is the handler of every method.
 func (a *orderApp) work(ctx context.Context, id int64) error {
-	tx, ok := middleware.TxFromContext(ctx)
+	tx, ok := advisory.TxFromContext(ctx)
 	if !ok {
 		a.t.Error("no transaction in the call's context")
 		return status.Error(codes.Internal, "no transaction")

@@ -8,8 +8,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/internal/pgtest"
-	"github.com/pgadvisory/pgadvisory/middleware"
 	"github.com/pgadvisory/pgadvisory/middleware/grpclock"
 )
 
@@ -32,7 +32,7 @@ func TestIntegrationTxOptions(t *testing.T) {
 			t.Run(tt.name, func(t *testing.T) {
 				var got string
 				svc := &ordersService{unary: func(ctx context.Context, _ proto.Message) error {
-					tx, _ := middleware.TxFromContext(ctx)
+					tx, _ := advisory.TxFromContext(ctx)
 					var iso, ro string
 					err := tx.QueryRowContext(ctx,
 						"SELECT current_setting('transaction_isolation'), current_setting('transaction_read_only')").Scan(&iso, &ro)

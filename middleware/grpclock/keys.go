@@ -12,19 +12,19 @@ import (
 
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/internal/reqlock"
-	"github.com/pgadvisory/pgadvisory/middleware"
+	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 )
 
 // A KeyFunc returns the lock key of a unary call from its context, its full
 // method name ("/package.Service/Method") and its request message. An
 // error fails the call before any transaction begins, except
-// middleware.ErrNoLock, which has the call served at once without a
-// transaction or a lock (middleware.TxFromContext then reports false).
+// httplock.ErrNoLock, which has the call served at once without a
+// transaction or a lock (advisory.TxFromContext then reports false).
 // The client gets:
 //
 //   - for an error that carries a gRPC status (made with status.Error,
 //     possibly wrapped), that status, code and message as they are;
-//   - for an error matching middleware.ErrBadKey, codes.InvalidArgument
+//   - for an error matching httplock.ErrBadKey, codes.InvalidArgument
 //     with the error's message, cut to 256 bytes: keep secrets out of it;
 //   - for any other error, codes.InvalidArgument with a fixed message.
 //
@@ -48,7 +48,7 @@ type StreamKeyFunc func(ctx context.Context, fullMethod string) (advisory.Key, e
 //
 // A field that is unset or holds 0 or "" (whether or not the field tracks
 // presence), or an integer out of the int32 range, is an error matching
-// middleware.ErrBadKey: the call fails with codes.InvalidArgument. A
+// httplock.ErrBadKey: the call fails with codes.InvalidArgument. A
 // request type without the field, or a field of another kind, is a
 // mistake in the server, and fails the call with codes.Internal; the
 // details are in the error's cause, not in the client's message.
@@ -87,7 +87,7 @@ func FieldKey(ns int32, field string) KeyFunc {
 // named field of the request message, as [FieldKey] does, and gives
 // advisory.Int64Key(id): for int64, uint32 and the other integer kinds.
 // An unsigned value above math.MaxInt64 is an error matching
-// middleware.ErrBadKey, as are an unset field and 0. A field of another
+// httplock.ErrBadKey, as are an unset field and 0. A field of another
 // kind fails the call with codes.Internal.
 //
 // FieldInt64Key panics if field is not a valid proto field name.
@@ -178,8 +178,8 @@ func isUnsigned(k protoreflect.Kind) bool {
 }
 
 // badKey makes err, which says why a call names no key, match
-// middleware.ErrBadKey.
-func badKey(err error) error { return fmt.Errorf("%w: %w", middleware.ErrBadKey, err) }
+// httplock.ErrBadKey.
+func badKey(err error) error { return fmt.Errorf("%w: %w", httplock.ErrBadKey, err) }
 
 // misconfigured reports a key function that does not fit the method it
 // serves: codes.Internal for the client, the details in the cause.

@@ -17,12 +17,12 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/middleware"
 	"github.com/pgadvisory/pgadvisory/middleware/grpclock"
+	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 )
 
 // checkKey checks a key function's answer: the key for codes.OK, an error
-// matching middleware.ErrBadKey for codes.InvalidArgument, else a status
+// matching httplock.ErrBadKey for codes.InvalidArgument, else a status
 // error with code.
 func checkKey(t *testing.T, got advisory.Key, err error, want advisory.Key, code codes.Code) {
 	t.Helper()
@@ -32,7 +32,7 @@ func checkKey(t *testing.T, got advisory.Key, err error, want advisory.Key, code
 			t.Fatalf("got %v, %v; want %v", got, err, want)
 		}
 	case codes.InvalidArgument:
-		if !errors.Is(err, middleware.ErrBadKey) {
+		if !errors.Is(err, httplock.ErrBadKey) {
 			t.Fatalf("error %v, want one matching ErrBadKey", err)
 		}
 	default:

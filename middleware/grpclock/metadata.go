@@ -14,7 +14,7 @@ import (
 // MetadataKey returns a StreamKeyFunc that reads the incoming metadata
 // entry name, such as "x-tenant", and returns advisory.NameKey(ns, value):
 // the value is hashed with advisory.HashText. The entry must have exactly
-// one value, not empty; otherwise the error matches middleware.ErrBadKey
+// one value, not empty; otherwise the error matches httplock.ErrBadKey
 // and the call fails with codes.InvalidArgument. Metadata names are
 // case-insensitive.
 //
@@ -47,7 +47,7 @@ func MetadataKey(ns int32, name string) StreamKeyFunc {
 // call whose request holds the same id, so that streams and unary calls
 // on one resource exclude each other. A missing, repeated or empty entry,
 // one that is not a plain decimal integer, or an id outside the int32
-// range is an error matching middleware.ErrBadKey.
+// range is an error matching httplock.ErrBadKey.
 //
 // MetadataIDKey panics if name is empty.
 func MetadataIDKey(ns int32, name string) StreamKeyFunc {

@@ -16,8 +16,8 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/middleware"
 	"github.com/pgadvisory/pgadvisory/middleware/grpclock"
+	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 	"github.com/pgadvisory/pgadvisory/mock"
 )
 
@@ -37,9 +37,9 @@ func TestKeyFuncStatus(t *testing.T) {
 		{"Status", status.Error(codes.NotFound, "no such tenant"), codes.NotFound, "no such tenant"},
 		{"WrappedStatus", fmt.Errorf("%v: %w", errLookup, status.Error(codes.PermissionDenied, "not yours")),
 			codes.PermissionDenied, "not yours"},
-		{"BadKey", fmt.Errorf("%w: tenant header missing", middleware.ErrBadKey), codes.InvalidArgument,
+		{"BadKey", fmt.Errorf("%w: tenant header missing", httplock.ErrBadKey), codes.InvalidArgument,
 			"middleware: bad lock key: tenant header missing"},
-		{"BadKeyHuge", fmt.Errorf("%w: %s", middleware.ErrBadKey, strings.Repeat("x\xff", 1000)), codes.InvalidArgument, ""},
+		{"BadKeyHuge", fmt.Errorf("%w: %s", httplock.ErrBadKey, strings.Repeat("x\xff", 1000)), codes.InvalidArgument, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,8 +7,9 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/internal/reqlock"
-	"github.com/pgadvisory/pgadvisory/middleware"
+	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 )
 
 // StreamServerInterceptor returns an interceptor that runs each streaming
@@ -16,8 +17,8 @@ import (
 // key that key finds in the call's context, such as its metadata
 // ([MetadataIDKey]). It behaves as [UnaryServerInterceptor] does: the
 // handler finds the transaction with
-// middleware.TxFromContext(stream.Context()), a nil error commits, an
-// error or a panic rolls back, and middleware.ErrNoLock from key serves
+// advisory.TxFromContext(stream.Context()), a nil error commits, an
+// error or a panic rolls back, and httplock.ErrNoLock from key serves
 // the stream without a transaction.
 //
 // The transaction, one of db's pooled connections and the lock are held
@@ -26,7 +27,7 @@ import (
 // a connection out of the pool, for minutes. For long-lived or
 // bidirectional streams, lock per message instead: serve the stream
 // without this interceptor (or with a key function that returns
-// middleware.ErrNoLock) and call advisory.WithXactLock in the handler for
+// httplock.ErrNoLock) and call advisory.WithXactLock in the handler for
 // each message.
 //
 // Messages the handler sends reach the client as they are sent, before the
@@ -48,14 +49,14 @@ func StreamServerInterceptor(db *sql.DB, key StreamKeyFunc, opts ...Option) grpc
 		ctx := ss.Context()
 		k, err := key(ctx, info.FullMethod)
 		switch {
-		case errors.Is(err, middleware.ErrNoLock):
-			return handler(srv, &serverStream{ServerStream: ss, ctx: middleware.NewContext(ctx, nil)})
+		case errors.Is(err, httplock.ErrNoLock):
+			return handler(srv, &serverStream{ServerStream: ss, ctx: advisory.NewTxContext(ctx, nil)})
 		case err != nil:
 			return keyStatus(err)
 		}
 		var herr error
 		called, err := reqlock.Run(ctx, db, k, lockOpts, func(ctx context.Context, tx *sql.Tx) error {
-			herr = handler(srv, &serverStream{ServerStream: ss, ctx: middleware.NewContext(ctx, tx)})
+			herr = handler(srv, &serverStream{ServerStream: ss, ctx: ctx})
 			return herr
 		})
 		switch {

@@ -13,8 +13,8 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/middleware"
 	"github.com/pgadvisory/pgadvisory/middleware/grpclock"
+	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 	"github.com/pgadvisory/pgadvisory/mock"
 )
 
@@ -74,7 +74,7 @@ func TestStreamOutcomes(t *testing.T) {
 			svc := &ordersService{stream: func(ss grpc.ServerStream) error {
 				called = true
 				ctx := ss.Context()
-				tx, ok := middleware.TxFromContext(ctx)
+				tx, ok := advisory.TxFromContext(ctx)
 				if !ok {
 					t.Error("no transaction in the stream's context")
 					return nil
@@ -142,7 +142,7 @@ func TestStreamPanic(t *testing.T) {
 		}
 	}()
 	interceptor(nil, order42Stream(), streamInfo, func(srv any, ss grpc.ServerStream) error {
-		tx, _ := middleware.TxFromContext(ss.Context())
+		tx, _ := advisory.TxFromContext(ss.Context())
 		if _, err := tx.ExecContext(ss.Context(), update42); err != nil {
 			t.Error(err)
 		}
@@ -157,14 +157,14 @@ func TestStreamNoLock(t *testing.T) {
 	t.Parallel()
 	db, _ := mock.New(t, exact) // no expectations
 	key := func(ctx context.Context, method string) (advisory.Key, error) {
-		return advisory.Key{}, middleware.ErrNoLock
+		return advisory.Key{}, httplock.ErrNoLock
 	}
 	ss := order42Stream()
-	ss.ctx = middleware.NewContext(ss.ctx, &sql.Tx{}) // must not show through
+	ss.ctx = advisory.NewTxContext(ss.ctx, &sql.Tx{}) // must not show through
 	called := false
 	err := grpclock.StreamServerInterceptor(db, key)(nil, ss, streamInfo, func(srv any, ss grpc.ServerStream) error {
 		called = true
-		if _, ok := middleware.TxFromContext(ss.Context()); ok {
+		if _, ok := advisory.TxFromContext(ss.Context()); ok {
 			t.Error("the stream got a transaction")
 		}
 		if len(metadata.ValueFromIncomingContext(ss.Context(), "x-order-id")) != 1 {

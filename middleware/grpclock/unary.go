@@ -7,8 +7,9 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/internal/reqlock"
-	"github.com/pgadvisory/pgadvisory/middleware"
+	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 )
 
 // UnaryServerInterceptor returns an interceptor that runs each unary call
@@ -16,14 +17,14 @@ import (
 // that key finds in the call. Per call it computes the key, begins a
 // transaction on db, takes the lock (without waiting, unless [Wait] says
 // so), and calls the handler with the transaction in its context, where
-// middleware.TxFromContext finds it. It commits if the handler returns a
+// advisory.TxFromContext finds it. It commits if the handler returns a
 // nil error, before the response is sent, and rolls back if the handler
 // returns an error or panics; a panic continues after the rollback. A
 // call whose context has ended by the time the handler returns nil is
 // rolled back too, and fails with codes.Canceled or
 // codes.DeadlineExceeded. The
 // lock is released when the transaction ends. A key function that returns
-// middleware.ErrNoLock has the call served without a transaction.
+// httplock.ErrNoLock has the call served without a transaction.
 //
 // A busy lock fails the call with codes.Aborted without calling the
 // handler; see the package documentation for every code. The handler's own
@@ -43,8 +44,8 @@ func UnaryServerInterceptor(db *sql.DB, key KeyFunc, opts ...Option) grpc.UnaryS
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		k, err := key(ctx, info.FullMethod, req)
 		switch {
-		case errors.Is(err, middleware.ErrNoLock):
-			return handler(middleware.NewContext(ctx, nil), req)
+		case errors.Is(err, httplock.ErrNoLock):
+			return handler(advisory.NewTxContext(ctx, nil), req)
 		case err != nil:
 			return nil, keyStatus(err)
 		}
@@ -53,7 +54,7 @@ func UnaryServerInterceptor(db *sql.DB, key KeyFunc, opts ...Option) grpc.UnaryS
 			herr error
 		)
 		called, err := reqlock.Run(ctx, db, k, lockOpts, func(ctx context.Context, tx *sql.Tx) error {
-			resp, herr = handler(middleware.NewContext(ctx, tx), req)
+			resp, herr = handler(ctx, req)
 			return herr
 		})
 		switch {

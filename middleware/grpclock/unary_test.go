@@ -15,8 +15,8 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/middleware"
 	"github.com/pgadvisory/pgadvisory/middleware/grpclock"
+	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 	"github.com/pgadvisory/pgadvisory/mock"
 )
 
@@ -131,7 +131,7 @@ func TestUnaryOutcomes(t *testing.T) {
 			called := false
 			svc := &ordersService{unary: func(ctx context.Context, req proto.Message) error {
 				called = true
-				tx, ok := middleware.TxFromContext(ctx)
+				tx, ok := advisory.TxFromContext(ctx)
 				if !ok {
 					t.Error("no transaction in the handler's context")
 					return nil
@@ -219,16 +219,16 @@ func TestUnaryNoLock(t *testing.T) {
 	t.Parallel()
 	db, _ := mock.New(t, exact) // no expectations
 	key := func(ctx context.Context, method string, req any) (advisory.Key, error) {
-		return advisory.Key{}, middleware.ErrNoLock
+		return advisory.Key{}, httplock.ErrNoLock
 	}
 	called := false
 	// A transaction that an interceptor further out put in the context
 	// must not show through.
-	ctx := middleware.NewContext(context.Background(), &sql.Tx{})
+	ctx := advisory.NewTxContext(context.Background(), &sql.Tx{})
 	resp, err := grpclock.UnaryServerInterceptor(db, key)(ctx, wrapperspb.Int64(42), unaryInfo,
 		func(ctx context.Context, req any) (any, error) {
 			called = true
-			if _, ok := middleware.TxFromContext(ctx); ok {
+			if _, ok := advisory.TxFromContext(ctx); ok {
 				t.Error("the handler got a transaction")
 			}
 			return "served", nil

@@ -1,4 +1,4 @@
-package middleware_test
+package httplock_test
 
 import (
 	"database/sql"
@@ -11,7 +11,7 @@ import (
 	"github.com/DATA-DOG/go-sqlmock"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/middleware"
+	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 	"github.com/pgadvisory/pgadvisory/mock"
 )
 
@@ -75,8 +75,8 @@ func (s *spyWriter) Write(b []byte) (int, error) { s.first(); return s.ResponseR
 func (s *spyWriter) Flush() { s.first(); s.ResponseRecorder.Flush() }
 
 // lock is the middleware under test with the unit tests' key.
-func lock(db *sql.DB, opts ...middleware.Option) func(http.Handler) http.Handler {
-	return middleware.XactLock(db, middleware.PathKey(ordersNS, "id"), opts...)
+func lock(db *sql.DB, opts ...httplock.Option) func(http.Handler) http.Handler {
+	return httplock.XactLock(db, httplock.PathKey(ordersNS, "id"), opts...)
 }
 
 // mustPanic checks that f panics with a message naming the package.

@@ -1,4 +1,4 @@
-// Package middleware provides net/http middleware that coordinates
+// Package httplock provides net/http middleware that coordinates
 // concurrent requests for the same resource with a PostgreSQL
 // transaction-level advisory lock, derived from the request's route
 // parameters.
@@ -8,16 +8,16 @@
 // Wrap the routes that change a resource, after the router has matched
 // them, so that their path parameters are set:
 //
-//	lock := middleware.XactLock(db, middleware.PathKey(ordersNS, "id"))
+//	lock := httplock.XactLock(db, httplock.PathKey(ordersNS, "id"))
 //	mux := http.NewServeMux()
 //	mux.Handle("POST /orders/{id}/pay", lock(http.HandlerFunc(pay)))
 //
 // Each request then runs in its own transaction holding the lock on
 // advisory.PairKey(ordersNS, id). The handler finds the transaction with
-// [TxFromContext] and does its work in it:
+// [advisory.TxFromContext] and does its work in it:
 //
 //	func pay(w http.ResponseWriter, r *http.Request) {
-//		tx, _ := middleware.TxFromContext(r.Context())
+//		tx, _ := advisory.TxFromContext(r.Context())
 //		if _, err := tx.ExecContext(r.Context(), "UPDATE orders SET paid = true WHERE id = $1", r.PathValue("id")); err != nil {
 //			http.Error(w, "could not pay", http.StatusInternalServerError) // rolls back
 //			return
@@ -32,7 +32,7 @@
 // Programs that use chi import its middleware package too; an alias keeps
 // the two apart:
 //
-//	import advisorymw "github.com/pgadvisory/pgadvisory/middleware"
+//	import "github.com/pgadvisory/pgadvisory/middleware/httplock"
 //
 // # Keys
 //
@@ -43,7 +43,7 @@
 // get the same checks from [ValueKey], [ValueInt64Key] and [ValueNameKey],
 // which take a func that returns the value; for gorilla/mux:
 //
-//	key := middleware.ValueKey(ordersNS, func(r *http.Request) string { return mux.Vars(r)["id"] })
+//	key := httplock.ValueKey(ordersNS, func(r *http.Request) string { return mux.Vars(r)["id"] })
 //
 // Any func(*http.Request) (advisory.Key, error) is a [KeyFunc]. A key
 // function must not read the request body: the lock comes from the route
@@ -120,4 +120,4 @@
 // github.com/pgadvisory/pgadvisory/advisory only: the one internal package
 // of this module that it imports, which holds what it shares with
 // grpclock, imports nothing else either.
-package middleware
+package httplock

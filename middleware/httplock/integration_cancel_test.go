@@ -1,4 +1,4 @@
-package middleware_test
+package httplock_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/internal/pgtest"
-	"github.com/pgadvisory/pgadvisory/middleware"
+	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 )
 
 // TestIntegrationClientGone checks, on real servers, what happens when a
@@ -26,11 +26,11 @@ func TestIntegrationClientGone(t *testing.T) {
 // recordErrors returns an ErrorHandler that sends each error to the
 // channel it returns, then answers as the default would for a client
 // that went away.
-func recordErrors() (middleware.Option, <-chan error) {
+func recordErrors() (httplock.Option, <-chan error) {
 	errs := make(chan error, 8)
-	return middleware.ErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
+	return httplock.ErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
 		errs <- err
-		w.WriteHeader(middleware.StatusClientClosedRequest)
+		w.WriteHeader(httplock.StatusClientClosedRequest)
 	}), errs
 }
 
@@ -52,7 +52,7 @@ func awaitError(t *testing.T, errs <-chan error) error {
 func testGoneMidHandler(t *testing.T, db *sql.DB) {
 	a := newOrderApp(t, db)
 	onError, errs := recordErrors()
-	srv := serve(t, routers[0].route(db, testNamespace(t), []middleware.Option{onError}, a))
+	srv := serve(t, routers[0].route(db, testNamespace(t), []httplock.Option{onError}, a))
 	t.Cleanup(a.unblock)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -64,7 +64,7 @@ func testGoneMidHandler(t *testing.T, db *sql.DB) {
 		t.Fatalf("the cancelled request got %d", r.status)
 	}
 	err := awaitError(t, errs)
-	if !errors.Is(err, middleware.ErrCommit) || !errors.Is(err, context.Canceled) {
+	if !errors.Is(err, httplock.ErrCommit) || !errors.Is(err, context.Canceled) {
 		t.Errorf("error %v, want ErrCommit and context.Canceled", err)
 	}
 	if n := a.rows(t, db, "gone"); n != 0 {
@@ -84,7 +84,7 @@ func testGoneDuringWait(t *testing.T, db *sql.DB) {
 	a := newOrderApp(t, db)
 	ns := testNamespace(t)
 	onError, errs := recordErrors()
-	srv := serve(t, routers[0].route(db, ns, []middleware.Option{middleware.Wait(safetyNet), onError}, a))
+	srv := serve(t, routers[0].route(db, ns, []httplock.Option{httplock.Wait(safetyNet), onError}, a))
 	t.Cleanup(a.unblock)
 
 	first := fetchAsync(srv.URL + "/orders/42?tag=first&block")
@@ -98,7 +98,7 @@ func testGoneDuringWait(t *testing.T, db *sql.DB) {
 		t.Fatalf("the cancelled request got %d", r.status)
 	}
 	err := awaitError(t, errs)
-	if !errors.Is(err, context.Canceled) || errors.Is(err, middleware.ErrCommit) {
+	if !errors.Is(err, context.Canceled) || errors.Is(err, httplock.ErrCommit) {
 		t.Errorf("error %v, want context.Canceled from the wait", err)
 	}
 	a.unblock()

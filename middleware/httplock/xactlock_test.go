@@ -1,4 +1,4 @@
-package middleware_test
+package httplock_test
 
 import (
 	"database/sql"
@@ -15,7 +15,7 @@ import (
 	"github.com/DATA-DOG/go-sqlmock"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/middleware"
+	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 	"github.com/pgadvisory/pgadvisory/mock"
 )
 
@@ -31,7 +31,7 @@ func TestXactLockOutcomes(t *testing.T) {
 	tests := []struct {
 		name       string
 		path       string
-		opts       []middleware.Option
+		opts       []httplock.Option
 		expect     func(m sqlmock.Sqlmock)
 		handler    http.HandlerFunc
 		wantStatus int
@@ -121,7 +121,7 @@ func TestXactLockOutcomes(t *testing.T) {
 			handler: func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("X-Order", "42")
 				w.WriteHeader(http.StatusCreated)
-				if _, err := io.WriteString(w, "created"); !errors.Is(err, middleware.ErrCommit) {
+				if _, err := io.WriteString(w, "created"); !errors.Is(err, httplock.ErrCommit) {
 					panic(fmt.Sprintf("a write after a failed commit returned %v", err))
 				}
 				w.Header().Set("X-Late", "1")
@@ -136,7 +136,7 @@ func TestXactLockOutcomes(t *testing.T) {
 		},
 		{
 			name: "CommitPolicy2xxOnly", path: "/orders/42",
-			opts: []middleware.Option{middleware.CommitPolicy(func(s int) bool { return s >= 200 && s < 300 })},
+			opts: []httplock.Option{httplock.CommitPolicy(func(s int) bool { return s >= 200 && s < 300 })},
 			handler: func(w http.ResponseWriter, r *http.Request) {
 				http.Redirect(w, r, "/elsewhere", http.StatusFound)
 			},
@@ -145,7 +145,7 @@ func TestXactLockOutcomes(t *testing.T) {
 		},
 		{
 			name: "WaitGranted", path: "/orders/42", handler: ok,
-			opts: []middleware.Option{middleware.Wait(2 * time.Second)},
+			opts: []httplock.Option{httplock.Wait(2 * time.Second)},
 			expect: func(m sqlmock.Sqlmock) {
 				mock.ExpectWithXactLock(m, order42, mock.Commit, advisory.Timeout(2*time.Second))
 			},
@@ -153,7 +153,7 @@ func TestXactLockOutcomes(t *testing.T) {
 		},
 		{
 			name: "WaitExpires", path: "/orders/42", handler: ok,
-			opts: []middleware.Option{middleware.Wait(1500 * time.Millisecond)},
+			opts: []httplock.Option{httplock.Wait(1500 * time.Millisecond)},
 			expect: func(m sqlmock.Sqlmock) {
 				mock.ExpectWithXactLock(m, order42, mock.Failed, advisory.Timeout(1500*time.Millisecond)) // 55P03
 			},
@@ -162,26 +162,26 @@ func TestXactLockOutcomes(t *testing.T) {
 		},
 		{
 			name: "RetryAfterRoundsUp", path: "/orders/42", handler: ok, expect: busy,
-			opts:       []middleware.Option{middleware.RetryAfter(2500 * time.Millisecond)},
+			opts:       []httplock.Option{httplock.RetryAfter(2500 * time.Millisecond)},
 			wantStatus: 409, wantHeader: http.Header{"Retry-After": {"3"}},
 		},
 		{
 			name: "RetryAfterZero", path: "/orders/42", handler: ok, expect: busy,
-			opts:       []middleware.Option{middleware.RetryAfter(0)},
+			opts:       []httplock.Option{httplock.RetryAfter(0)},
 			wantStatus: 409, wantHeader: http.Header{"Retry-After": nil},
 		},
 		{
 			name: "ErrorResponseOverrides", path: "/orders/42", handler: ok, expect: busy,
-			opts: []middleware.Option{
-				middleware.ErrorResponse(advisory.ErrNotAcquired, http.StatusConflict, "first"),
-				middleware.ErrorResponse(advisory.ErrNotAcquired, http.StatusLocked, "order is being changed"),
+			opts: []httplock.Option{
+				httplock.ErrorResponse(advisory.ErrNotAcquired, http.StatusConflict, "first"),
+				httplock.ErrorResponse(advisory.ErrNotAcquired, http.StatusLocked, "order is being changed"),
 			},
 			wantStatus: 423, wantBody: "order is being changed\n",
 			wantHeader: http.Header{"Retry-After": {"1"}},
 		},
 		{
 			name: "ErrorResponseCatchAll", path: "/orders/42", handler: ok,
-			opts: []middleware.Option{middleware.ErrorResponse(nil, http.StatusBadGateway, "upstream trouble")},
+			opts: []httplock.Option{httplock.ErrorResponse(nil, http.StatusBadGateway, "upstream trouble")},
 			expect: func(m sqlmock.Sqlmock) {
 				mock.ExpectWithXactLock(m, order42, mock.Failed, advisory.Try()).Lock.WillReturnError(errSecret)
 			},
@@ -189,12 +189,12 @@ func TestXactLockOutcomes(t *testing.T) {
 		},
 		{
 			name: "ErrorResponseEmptyBody", path: "/orders/42", handler: ok, expect: busy,
-			opts:       []middleware.Option{middleware.ErrorResponse(advisory.ErrNotAcquired, http.StatusTooManyRequests, "")},
+			opts:       []httplock.Option{httplock.ErrorResponse(advisory.ErrNotAcquired, http.StatusTooManyRequests, "")},
 			wantStatus: 429, emptyBody: true, wantHeader: http.Header{"Content-Type": nil},
 		},
 		{
 			name: "ErrorResponseCatchAllKeepsDefaults", path: "/orders/x", handler: ok, expect: func(sqlmock.Sqlmock) {},
-			opts:       []middleware.Option{middleware.ErrorResponse(nil, http.StatusBadGateway, "upstream trouble")},
+			opts:       []httplock.Option{httplock.ErrorResponse(nil, http.StatusBadGateway, "upstream trouble")},
 			wantStatus: 400, wantBody: "bad request: invalid resource key\n",
 		},
 	}
@@ -206,7 +206,7 @@ func TestXactLockOutcomes(t *testing.T) {
 			called := false
 			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				called = true
-				if _, ok := middleware.TxFromContext(r.Context()); !ok {
+				if _, ok := advisory.TxFromContext(r.Context()); !ok {
 					t.Error("the handler's context has no transaction")
 				}
 				tt.handler(w, r)
@@ -252,17 +252,17 @@ func TestXactLockErrorHandler(t *testing.T) {
 		expect func(m sqlmock.Sqlmock)
 		want   error
 	}{
-		{"BadKey", "/orders/-", func(sqlmock.Sqlmock) {}, middleware.ErrBadKey},
+		{"BadKey", "/orders/-", func(sqlmock.Sqlmock) {}, httplock.ErrBadKey},
 		{"NotAcquired", "/orders/42", func(m sqlmock.Sqlmock) {
 			mock.ExpectWithXactLock(m, order42, mock.NotAcquired, advisory.Try())
 		}, advisory.ErrNotAcquired},
 		{"Unavailable", "/orders/42", func(m sqlmock.Sqlmock) {
 			m.ExpectBegin().WillReturnError(sql.ErrConnDone)
-		}, middleware.ErrUnavailable},
+		}, httplock.ErrUnavailable},
 		{"Commit", "/orders/42", func(m sqlmock.Sqlmock) {
 			expectLocked(m)
 			m.ExpectCommit().WillReturnError(errSecret)
-		}, middleware.ErrCommit},
+		}, httplock.ErrCommit},
 		{"Other", "/orders/42", func(m sqlmock.Sqlmock) {
 			mock.ExpectWithXactLock(m, order42, mock.Failed, advisory.Try()).Lock.WillReturnError(errSecret)
 		}, errSecret},
@@ -273,8 +273,8 @@ func TestXactLockErrorHandler(t *testing.T) {
 			db, m := mock.New(t, exact)
 			tt.expect(m)
 			var got error
-			mw := lock(db, middleware.ErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
-				if _, ok := middleware.TxFromContext(r.Context()); ok {
+			mw := lock(db, httplock.ErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
+				if _, ok := advisory.TxFromContext(r.Context()); ok {
 					t.Error("the error handler's request carries a transaction")
 				}
 				got = err
@@ -316,7 +316,7 @@ func TestXactLockErrorHandlerCannotSucceed(t *testing.T) {
 			expectLocked(m)
 			m.ExpectCommit().WillReturnError(errSecret)
 			var got error
-			mw := lock(db, middleware.ErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
+			mw := lock(db, httplock.ErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
 				got = err
 				answer(w)
 			}))
@@ -324,7 +324,7 @@ func TestXactLockErrorHandlerCannotSucceed(t *testing.T) {
 			ordersMux(mw, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.WriteHeader(http.StatusCreated)
 			})).ServeHTTP(rec, httptest.NewRequest("POST", "/orders/42", nil))
-			if !errors.Is(got, middleware.ErrCommit) {
+			if !errors.Is(got, httplock.ErrCommit) {
 				t.Errorf("error handler got %v, want ErrCommit", got)
 			}
 			if rec.Code != http.StatusInternalServerError {
@@ -341,14 +341,14 @@ func TestXactLockNoLock(t *testing.T) {
 	db, _ := mock.New(t, exact) // no expectations: any statement fails the test
 	key := func(r *http.Request) (advisory.Key, error) {
 		if r.Method == http.MethodGet {
-			return advisory.Key{}, fmt.Errorf("reads are not locked: %w", middleware.ErrNoLock)
+			return advisory.Key{}, fmt.Errorf("reads are not locked: %w", httplock.ErrNoLock)
 		}
-		return middleware.PathKey(ordersNS, "id")(r)
+		return httplock.PathKey(ordersNS, "id")(r)
 	}
 	called := false
-	h := middleware.XactLock(db, key)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := httplock.XactLock(db, key)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		called = true
-		if tx, ok := middleware.TxFromContext(r.Context()); ok {
+		if tx, ok := advisory.TxFromContext(r.Context()); ok {
 			t.Errorf("the handler got a transaction %p", tx)
 		}
 		io.WriteString(w, "read")
@@ -357,7 +357,7 @@ func TestXactLockNoLock(t *testing.T) {
 	req := httptest.NewRequest("GET", "/orders/42", nil)
 	// A transaction that a layer further out put in the context must not
 	// show through either.
-	h.ServeHTTP(rec, req.WithContext(middleware.NewContext(req.Context(), &sql.Tx{})))
+	h.ServeHTTP(rec, req.WithContext(advisory.NewTxContext(req.Context(), &sql.Tx{})))
 	if !called || rec.Code != 200 || rec.Body.String() != "read" {
 		t.Errorf("called %v, got %d %q", called, rec.Code, rec.Body)
 	}
@@ -375,7 +375,7 @@ func TestXactLockPanic(t *testing.T) {
 			m.ExpectExec("UPDATE orders SET paid = true WHERE id = 42").WillReturnResult(affected(1))
 			m.ExpectRollback()
 			mux := ordersMux(lock(db), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				tx, _ := middleware.TxFromContext(r.Context())
+				tx, _ := advisory.TxFromContext(r.Context())
 				if _, err := tx.ExecContext(r.Context(), "UPDATE orders SET paid = true WHERE id = 42"); err != nil {
 					t.Error(err)
 				}
@@ -406,7 +406,7 @@ func TestXactLockHandlerUsesTx(t *testing.T) {
 	m.ExpectCommit()
 	spy := newSpy(m)
 	ordersMux(lock(db), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tx, _ := middleware.TxFromContext(r.Context())
+		tx, _ := advisory.TxFromContext(r.Context())
 		if _, err := tx.ExecContext(r.Context(), "UPDATE orders SET paid = true WHERE id = 42"); err != nil {
 			t.Error(err)
 		}
@@ -428,11 +428,11 @@ func TestXactLockClosedDB(t *testing.T) {
 	db.Close()
 	var got error
 	rec := httptest.NewRecorder()
-	ordersMux(lock(db, middleware.ErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
+	ordersMux(lock(db, httplock.ErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
 		got = err
 		http.Error(w, "service unavailable", http.StatusServiceUnavailable)
 	})), http.NotFoundHandler()).ServeHTTP(rec, httptest.NewRequest("GET", "/orders/42", nil))
-	if !errors.Is(got, middleware.ErrUnavailable) || rec.Code != 503 {
+	if !errors.Is(got, httplock.ErrUnavailable) || rec.Code != 503 {
 		t.Errorf("got %d, error %v; want 503 and ErrUnavailable", rec.Code, got)
 	}
 }

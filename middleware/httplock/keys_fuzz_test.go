@@ -1,4 +1,4 @@
-package middleware_test
+package httplock_test
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/middleware"
+	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 )
 
 // The fuzz targets run their seed corpus with every go test; run one with,
@@ -19,11 +19,11 @@ func FuzzPathKey(f *testing.F) {
 		f.Add(int32(7), s)
 	}
 	f.Fuzz(func(t *testing.T, ns int32, v string) {
-		key, err := middleware.PathKey(ns, "id")(withPath("id", v))
+		key, err := httplock.PathKey(ns, "id")(withPath("id", v))
 		id, perr := strconv.ParseInt(v, 10, 32)
 		switch {
 		case perr != nil:
-			if !errors.Is(err, middleware.ErrBadKey) {
+			if !errors.Is(err, httplock.ErrBadKey) {
 				t.Fatalf("PathKey(%q) = %v, %v; want ErrBadKey", v, key, err)
 			}
 			if len(err.Error()) > 300 {
@@ -41,11 +41,11 @@ func FuzzPathInt64Key(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
-		key, err := middleware.PathInt64Key("id")(withPath("id", v))
+		key, err := httplock.PathInt64Key("id")(withPath("id", v))
 		id, perr := strconv.ParseInt(v, 10, 64)
 		switch {
 		case perr != nil:
-			if !errors.Is(err, middleware.ErrBadKey) {
+			if !errors.Is(err, httplock.ErrBadKey) {
 				t.Fatalf("PathInt64Key(%q) = %v, %v; want ErrBadKey", v, key, err)
 			}
 		case err != nil || key != advisory.Int64Key(id):
@@ -61,17 +61,17 @@ func FuzzPathNameKey(f *testing.F) {
 		f.Add(int32(9), s[0], s[1])
 	}
 	f.Fuzz(func(t *testing.T, ns int32, a, b string) {
-		key, err := middleware.PathNameKey(ns, "a", "b")(withPath("a", a, "b", b))
+		key, err := httplock.PathNameKey(ns, "a", "b")(withPath("a", a, "b", b))
 		if a == "" || b == "" {
-			if !errors.Is(err, middleware.ErrBadKey) {
+			if !errors.Is(err, httplock.ErrBadKey) {
 				t.Fatalf("PathNameKey(%q, %q) = %v, %v; want ErrBadKey", a, b, key, err)
 			}
 			return
 		}
-		if err != nil || key != advisory.NameKey(ns, middleware.JoinName(a, b)) {
+		if err != nil || key != advisory.NameKey(ns, httplock.JoinName(a, b)) {
 			t.Fatalf("PathNameKey(%q, %q) = %v, %v", a, b, key, err)
 		}
-		one, err := middleware.PathNameKey(ns, "a")(withPath("a", a))
+		one, err := httplock.PathNameKey(ns, "a")(withPath("a", a))
 		if err != nil || one != advisory.NameKey(ns, a) {
 			t.Fatalf("PathNameKey(%q) = %v, %v; want NameKey(ns, value)", a, one, err)
 		}
@@ -86,9 +86,9 @@ func FuzzJoinName(f *testing.F) {
 	f.Add("", "", "", "")
 	f.Add("12:", "x", "1", "2:x")
 	f.Fuzz(func(t *testing.T, a, b, c, d string) {
-		if (middleware.JoinName(a, b) == middleware.JoinName(c, d)) != (a == c && b == d) {
-			t.Fatalf("JoinName(%q, %q) = %q, JoinName(%q, %q) = %q", a, b, middleware.JoinName(a, b),
-				c, d, middleware.JoinName(c, d))
+		if (httplock.JoinName(a, b) == httplock.JoinName(c, d)) != (a == c && b == d) {
+			t.Fatalf("JoinName(%q, %q) = %q, JoinName(%q, %q) = %q", a, b, httplock.JoinName(a, b),
+				c, d, httplock.JoinName(c, d))
 		}
 	})
 }

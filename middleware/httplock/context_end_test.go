@@ -1,4 +1,4 @@
-package middleware_test
+package httplock_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/middleware"
+	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 	"github.com/pgadvisory/pgadvisory/mock"
 )
 
@@ -31,7 +31,7 @@ func TestXactLockContextEnded(t *testing.T) {
 		wantStatus int
 		wantBody   string
 	}{
-		{"Canceled", cancelled, context.Canceled, middleware.StatusClientClosedRequest, ""},
+		{"Canceled", cancelled, context.Canceled, httplock.StatusClientClosedRequest, ""},
 		{"DeadlineExceeded", expired, context.DeadlineExceeded, http.StatusServiceUnavailable, "service unavailable\n"},
 	}
 	for _, tt := range tests {
@@ -49,7 +49,7 @@ func TestXactLockContextEnded(t *testing.T) {
 
 			var got error
 			rec = httptest.NewRecorder()
-			ordersMux(lock(db, middleware.ErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
+			ordersMux(lock(db, httplock.ErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
 				got = err
 				w.WriteHeader(http.StatusTeapot)
 			})), handler).ServeHTTP(rec, req)
@@ -76,9 +76,9 @@ func TestXactLockCancelledWhileLocking(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		ordersMux(lock(db, middleware.Wait(time.Minute), middleware.ErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
+		ordersMux(lock(db, httplock.Wait(time.Minute), httplock.ErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
 			errs <- err
-			w.WriteHeader(middleware.StatusClientClosedRequest)
+			w.WriteHeader(httplock.StatusClientClosedRequest)
 		})), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { t.Error("handler called") })).
 			ServeHTTP(rec, httptest.NewRequest("POST", "/orders/42", nil).WithContext(ctx))
 	}()
@@ -127,21 +127,21 @@ func TestXactLockClientGoneMidHandler(t *testing.T) {
 	ctx := &endingCtx{Context: context.Background()}
 	var got error
 	spy := newSpy(m)
-	ordersMux(lock(db, middleware.ErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
+	ordersMux(lock(db, httplock.ErrorHandler(func(w http.ResponseWriter, r *http.Request, err error) {
 		got = err
-		w.WriteHeader(middleware.StatusClientClosedRequest)
+		w.WriteHeader(httplock.StatusClientClosedRequest)
 	})), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tx, _ := middleware.TxFromContext(r.Context())
+		tx, _ := advisory.TxFromContext(r.Context())
 		if _, err := tx.ExecContext(r.Context(), "UPDATE orders SET paid = true WHERE id = 42"); err != nil {
 			t.Error(err)
 		}
 		ctx.end()
 		w.WriteHeader(http.StatusCreated)
 	})).ServeHTTP(spy, httptest.NewRequest("POST", "/orders/42", nil).WithContext(ctx))
-	if !errors.Is(got, middleware.ErrCommit) || !errors.Is(got, context.Canceled) {
+	if !errors.Is(got, httplock.ErrCommit) || !errors.Is(got, context.Canceled) {
 		t.Errorf("error handler got %v, want ErrCommit and context.Canceled", got)
 	}
-	if spy.Code != middleware.StatusClientClosedRequest || spy.atWrite != nil {
+	if spy.Code != httplock.StatusClientClosedRequest || spy.atWrite != nil {
 		t.Errorf("status %d; expectations at the first write: %v", spy.Code, spy.atWrite)
 	}
 }

@@ -1,4 +1,4 @@
-package middleware_test
+package httplock_test
 
 import (
 	"database/sql"
@@ -14,7 +14,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/middleware"
+	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 	"github.com/pgadvisory/pgadvisory/mock"
 )
 
@@ -48,7 +48,7 @@ func show(h http.Handler, method, target string) {
 // pay is an application handler: it works in the request's transaction
 // and answers when the work is done.
 func pay(w http.ResponseWriter, r *http.Request) {
-	tx, _ := middleware.TxFromContext(r.Context())
+	tx, _ := advisory.TxFromContext(r.Context())
 	if _, err := tx.ExecContext(r.Context(), "UPDATE orders SET paid = true WHERE id = $1", r.PathValue("id")); err != nil {
 		http.Error(w, "could not pay", http.StatusInternalServerError) // rolls back
 		return
@@ -67,7 +67,7 @@ func ExampleXactLock() {
 	m.ExpectCommit()
 
 	const ordersNS = 7 // the key namespace of orders
-	lock := middleware.XactLock(db, middleware.PathKey(ordersNS, "id"))
+	lock := httplock.XactLock(db, httplock.PathKey(ordersNS, "id"))
 	mux := http.NewServeMux()
 	mux.Handle("POST /orders/{id}/pay", lock(http.HandlerFunc(pay)))
 
@@ -86,7 +86,7 @@ func ExampleXactLock_conflict() {
 	mock.ExpectWithXactLock(m, exampleOrder42, mock.NotAcquired, advisory.Try()) // another session holds (7, 42)
 
 	mux := http.NewServeMux()
-	mux.Handle("POST /orders/{id}/pay", middleware.XactLock(db, middleware.PathKey(7, "id"))(http.HandlerFunc(pay)))
+	mux.Handle("POST /orders/{id}/pay", httplock.XactLock(db, httplock.PathKey(7, "id"))(http.HandlerFunc(pay)))
 
 	show(mux, "POST", "/orders/42/pay")
 	// Output:
@@ -105,7 +105,7 @@ func ExampleXactLock_chi() {
 	m.ExpectCommit()
 
 	r := chi.NewRouter()
-	r.With(middleware.XactLock(db, middleware.PathKey(7, "id"))).Post("/orders/{id}/pay", pay)
+	r.With(httplock.XactLock(db, httplock.PathKey(7, "id"))).Post("/orders/{id}/pay", pay)
 
 	show(r, "POST", "/orders/42/pay")
 	// Output:
@@ -121,10 +121,10 @@ func ExampleXactLock_gorillaMux() {
 	m.ExpectExec("UPDATE orders SET paid = true WHERE id = $1").WithArgs("42").WillReturnResult(sqlmock.NewResult(0, 1))
 	m.ExpectCommit()
 
-	key := middleware.ValueKey(exampleOrdersNS, func(r *http.Request) string { return mux.Vars(r)["id"] })
+	key := httplock.ValueKey(exampleOrdersNS, func(r *http.Request) string { return mux.Vars(r)["id"] })
 
 	payVars := func(w http.ResponseWriter, r *http.Request) {
-		tx, _ := middleware.TxFromContext(r.Context())
+		tx, _ := advisory.TxFromContext(r.Context())
 		if _, err := tx.ExecContext(r.Context(), "UPDATE orders SET paid = true WHERE id = $1", mux.Vars(r)["id"]); err != nil {
 			http.Error(w, "could not pay", http.StatusInternalServerError)
 			return
@@ -134,7 +134,7 @@ func ExampleXactLock_gorillaMux() {
 
 	r := mux.NewRouter()
 	r.HandleFunc("/orders/{id}/pay", payVars).Methods("POST")
-	r.Use(middleware.XactLock(db, key)) // gorilla runs it after matching the route
+	r.Use(httplock.XactLock(db, key)) // gorilla runs it after matching the route
 
 	show(r, "POST", "/orders/42/pay")
 	// Output:
@@ -150,7 +150,7 @@ func ExampleTxFromContext() {
 	m.ExpectRollback()
 
 	refund := func(w http.ResponseWriter, r *http.Request) {
-		tx, ok := middleware.TxFromContext(r.Context())
+		tx, ok := advisory.TxFromContext(r.Context())
 		if !ok {
 			http.Error(w, "no transaction", http.StatusInternalServerError)
 			return
@@ -164,7 +164,7 @@ func ExampleTxFromContext() {
 		http.Error(w, "order not paid", http.StatusUnprocessableEntity)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("POST /orders/{id}/refund", middleware.XactLock(db, middleware.PathKey(7, "id"))(http.HandlerFunc(refund)))
+	mux.Handle("POST /orders/{id}/refund", httplock.XactLock(db, httplock.PathKey(7, "id"))(http.HandlerFunc(refund)))
 
 	show(mux, "POST", "/orders/42/refund")
 	fmt.Println(m.ExpectationsWereMet())
@@ -176,13 +176,13 @@ func ExampleTxFromContext() {
 // Several path parameters name one resource; their values are joined
 // unambiguously and hashed, so the same lock can be taken outside HTTP.
 func ExamplePathNameKey() {
-	key := middleware.PathNameKey(9, "tenant", "doc")
+	key := httplock.PathNameKey(9, "tenant", "doc")
 	r := httptest.NewRequest("PUT", "/t/acme/docs/q3-plan", nil)
 	r.SetPathValue("tenant", "acme")
 	r.SetPathValue("doc", "q3-plan")
 	k, err := key(r)
-	fmt.Println(err, k == advisory.NameKey(9, middleware.JoinName("acme", "q3-plan")))
-	fmt.Println(middleware.JoinName("acme", "q3-plan"))
+	fmt.Println(err, k == advisory.NameKey(9, httplock.JoinName("acme", "q3-plan")))
+	fmt.Println(httplock.JoinName("acme", "q3-plan"))
 	// Output:
 	// <nil> true
 	// 4:acme7:q3-plan
@@ -198,12 +198,12 @@ func ExampleErrorHandler() {
 	apiError := func(w http.ResponseWriter, r *http.Request, err error) {
 		status, msg := http.StatusInternalServerError, "internal error"
 		switch {
-		case errors.Is(err, middleware.ErrBadKey):
+		case errors.Is(err, httplock.ErrBadKey):
 			status, msg = http.StatusBadRequest, "bad order id"
 		case errors.Is(err, advisory.ErrNotAcquired), errors.Is(err, advisory.ErrLockTimeout):
 			w.Header().Set("Retry-After", "2")
 			status, msg = http.StatusConflict, "order busy"
-		case errors.Is(err, middleware.ErrUnavailable):
+		case errors.Is(err, httplock.ErrUnavailable):
 			status, msg = http.StatusServiceUnavailable, "try again later"
 		}
 		// A real handler would log err here; it may hold driver details.
@@ -213,7 +213,7 @@ func ExampleErrorHandler() {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("POST /orders/{id}/pay",
-		middleware.XactLock(db, middleware.PathKey(7, "id"), middleware.ErrorHandler(apiError))(http.HandlerFunc(pay)))
+		httplock.XactLock(db, httplock.PathKey(7, "id"), httplock.ErrorHandler(apiError))(http.HandlerFunc(pay)))
 
 	show(mux, "POST", "/orders/42/pay")
 	show(mux, "POST", "/orders/forty-two/pay")
@@ -230,8 +230,8 @@ func ExampleErrorResponse() {
 	defer db.Close()
 	mock.ExpectWithXactLock(m, exampleOrder42, mock.NotAcquired, advisory.Try())
 
-	lock := middleware.XactLock(db, middleware.PathKey(7, "id"),
-		middleware.ErrorResponse(advisory.ErrNotAcquired, http.StatusLocked, "order is being changed"))
+	lock := httplock.XactLock(db, httplock.PathKey(7, "id"),
+		httplock.ErrorResponse(advisory.ErrNotAcquired, http.StatusLocked, "order is being changed"))
 	mux := http.NewServeMux()
 	mux.Handle("POST /orders/{id}/pay", lock(http.HandlerFunc(pay)))
 
@@ -247,8 +247,8 @@ func ExampleCommitPolicy() {
 	defer db.Close()
 	mock.ExpectWithXactLock(m, exampleOrder42, mock.Rollback, advisory.Try())
 
-	lock := middleware.XactLock(db, middleware.PathKey(7, "id"),
-		middleware.CommitPolicy(func(status int) bool { return status >= 200 && status < 300 }))
+	lock := httplock.XactLock(db, httplock.PathKey(7, "id"),
+		httplock.CommitPolicy(func(status int) bool { return status >= 200 && status < 300 }))
 	mux := http.NewServeMux()
 	mux.Handle("GET /orders/{id}", lock(http.RedirectHandler("/v2/orders/42", http.StatusFound)))
 
@@ -268,19 +268,19 @@ func ExampleErrNoLock() {
 	defer db.Close()
 	mock.ExpectWithXactLock(m, exampleOrder42, mock.Commit, advisory.Try())
 
-	byID := middleware.PathKey(exampleOrdersNS, "id")
+	byID := httplock.PathKey(exampleOrdersNS, "id")
 	key := func(r *http.Request) (advisory.Key, error) {
 		if r.Method == http.MethodGet {
-			return advisory.Key{}, middleware.ErrNoLock
+			return advisory.Key{}, httplock.ErrNoLock
 		}
 		return byID(r)
 	}
 	order := func(w http.ResponseWriter, r *http.Request) {
-		_, locked := middleware.TxFromContext(r.Context())
+		_, locked := advisory.TxFromContext(r.Context())
 		fmt.Fprintf(w, "%s locked=%v\n", r.Method, locked)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/orders/{id}", middleware.XactLock(db, key)(http.HandlerFunc(order)))
+	mux.Handle("/orders/{id}", httplock.XactLock(db, key)(http.HandlerFunc(order)))
 
 	show(mux, "GET", "/orders/42")
 	show(mux, "PUT", "/orders/42")

@@ -1,4 +1,4 @@
-package middleware
+package httplock
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 var (
 	// ErrNoLock, returned (or wrapped) by a KeyFunc, says that the
 	// request needs no lock: the handler is served at once, without a
-	// transaction, and [TxFromContext] reports false in it.
+	// transaction, and [advisory.TxFromContext] reports false in it.
 	ErrNoLock = errors.New("middleware: no lock for this request")
 
 	// ErrBadKey means the KeyFunc found no key in the request, as for a

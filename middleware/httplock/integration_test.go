@@ -1,4 +1,4 @@
-package middleware_test
+package httplock_test
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/internal/pgtest"
-	"github.com/pgadvisory/pgadvisory/middleware"
+	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 )
 
 // safetyNet bounds every wait in the integration tests, so that a broken
@@ -32,33 +32,33 @@ const safetyNet = time.Minute
 // application on that router would.
 type router struct {
 	name  string
-	route func(db *sql.DB, ns int32, opts []middleware.Option, h http.Handler) http.Handler
+	route func(db *sql.DB, ns int32, opts []httplock.Option, h http.Handler) http.Handler
 }
 
 var routers = []router{
-	{"ServeMux", func(db *sql.DB, ns int32, opts []middleware.Option, h http.Handler) http.Handler {
+	{"ServeMux", func(db *sql.DB, ns int32, opts []httplock.Option, h http.Handler) http.Handler {
 		m := http.NewServeMux()
-		m.Handle("GET /orders/{id}", middleware.XactLock(db, middleware.PathKey(ns, "id"), opts...)(h))
+		m.Handle("GET /orders/{id}", httplock.XactLock(db, httplock.PathKey(ns, "id"), opts...)(h))
 		return m
 	}},
-	{"Chi", func(db *sql.DB, ns int32, opts []middleware.Option, h http.Handler) http.Handler {
+	{"Chi", func(db *sql.DB, ns int32, opts []httplock.Option, h http.Handler) http.Handler {
 		r := chi.NewRouter()
-		r.With(middleware.XactLock(db, middleware.PathKey(ns, "id"), opts...)).Get("/orders/{id}", h.ServeHTTP)
+		r.With(httplock.XactLock(db, httplock.PathKey(ns, "id"), opts...)).Get("/orders/{id}", h.ServeHTTP)
 		return r
 	}},
-	{"ChiRoute", func(db *sql.DB, ns int32, opts []middleware.Option, h http.Handler) http.Handler {
+	{"ChiRoute", func(db *sql.DB, ns int32, opts []httplock.Option, h http.Handler) http.Handler {
 		r := chi.NewRouter()
 		r.Route("/orders/{id}", func(r chi.Router) {
-			r.Use(middleware.XactLock(db, middleware.PathKey(ns, "id"), opts...))
+			r.Use(httplock.XactLock(db, httplock.PathKey(ns, "id"), opts...))
 			r.Get("/", h.ServeHTTP)
 		})
 		return r
 	}},
-	{"GorillaMux", func(db *sql.DB, ns int32, opts []middleware.Option, h http.Handler) http.Handler {
-		key := middleware.ValueKey(ns, func(r *http.Request) string { return mux.Vars(r)["id"] })
+	{"GorillaMux", func(db *sql.DB, ns int32, opts []httplock.Option, h http.Handler) http.Handler {
+		key := httplock.ValueKey(ns, func(r *http.Request) string { return mux.Vars(r)["id"] })
 		r := mux.NewRouter()
 		r.Handle("/orders/{id}", h).Methods("GET")
-		r.Use(middleware.XactLock(db, key, opts...))
+		r.Use(httplock.XactLock(db, key, opts...))
 		return r
 	}},
 }
@@ -102,7 +102,7 @@ func (a *orderApp) unblock() { a.once.Do(func() { close(a.release) }) }
 func (a *orderApp) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	a.entries.Add(1)
 	ctx := r.Context()
-	tx, ok := middleware.TxFromContext(ctx)
+	tx, ok := advisory.TxFromContext(ctx)
 	if !ok {
 		a.t.Error("no transaction in the request context")
 		http.Error(w, "no transaction", http.StatusInternalServerError)
@@ -355,7 +355,7 @@ func testOtherOrder(t *testing.T, db *sql.DB, rt router) {
 func testWait(t *testing.T, db *sql.DB, rt router) {
 	a := newOrderApp(t, db)
 	ns := testNamespace(t)
-	srv := serve(t, rt.route(db, ns, []middleware.Option{middleware.Wait(safetyNet)}, a))
+	srv := serve(t, rt.route(db, ns, []httplock.Option{httplock.Wait(safetyNet)}, a))
 	t.Cleanup(a.unblock)
 
 	first := fetchAsync(srv.URL + "/orders/42?tag=first&block")
@@ -444,7 +444,7 @@ func TestUnavailableDatabase(t *testing.T) {
 			}
 			defer db.Close()
 			var got error
-			mw := middleware.XactLock(db, middleware.PathKey(1, "id"), middleware.ErrorHandler(
+			mw := httplock.XactLock(db, httplock.PathKey(1, "id"), httplock.ErrorHandler(
 				func(w http.ResponseWriter, r *http.Request, err error) {
 					got = err
 					http.Error(w, "service unavailable", http.StatusServiceUnavailable)
@@ -452,12 +452,12 @@ func TestUnavailableDatabase(t *testing.T) {
 			rec := httptest.NewRecorder()
 			ordersMux(mw, http.NotFoundHandler()).ServeHTTP(rec,
 				httptest.NewRequest("GET", "/orders/1", nil).WithContext(context.Background()))
-			if !errors.Is(got, middleware.ErrUnavailable) {
+			if !errors.Is(got, httplock.ErrUnavailable) {
 				t.Errorf("error %v is not classified as unavailable", got)
 			}
 			// And with the default error handler:
 			rec = httptest.NewRecorder()
-			ordersMux(middleware.XactLock(db, middleware.PathKey(1, "id")), http.NotFoundHandler()).
+			ordersMux(httplock.XactLock(db, httplock.PathKey(1, "id")), http.NotFoundHandler()).
 				ServeHTTP(rec, httptest.NewRequest("GET", "/orders/1", nil))
 			if rec.Code != 503 || rec.Body.String() != "service unavailable\n" {
 				t.Errorf("got %d %q, want 503", rec.Code, rec.Body)

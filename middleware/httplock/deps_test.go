@@ -1,4 +1,4 @@
-package middleware_test
+package httplock_test
 
 import (
 	"os/exec"
@@ -26,7 +26,7 @@ func nonStandardDeps(t *testing.T, pkg string) []string {
 // there when tests run, so its absence is a failure, not a skip.
 func TestImportsOnlyStandardLibraryAndAdvisory(t *testing.T) {
 	t.Parallel()
-	allowed := map[string]bool{module + "middleware": true}
+	allowed := map[string]bool{module + "middleware/httplock": true}
 	for _, p := range nonStandardDeps(t, module+"advisory") {
 		allowed[p] = true
 	}

@@ -1,4 +1,4 @@
-package middleware
+package httplock
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/internal/reqlock"
 )
 
@@ -20,7 +21,7 @@ import (
 //     unless [Wait] says so; a busy lock is answered with 409 Conflict and
 //     a Retry-After header, and the handler is not called;
 //  3. calls the handler with the transaction in the request's context,
-//     where [TxFromContext] finds it, unless the request's context has
+//     where [advisory.TxFromContext] finds it, unless the request's context has
 //     ended by then;
 //  4. ends the transaction before the first byte of the response leaves:
 //     on the handler's first WriteHeader, Write, Flush or Hijack it commits
@@ -63,7 +64,7 @@ func XactLock(db *sql.DB, key KeyFunc, opts ...Option) func(http.Handler) http.H
 			k, err := key(r)
 			switch {
 			case errors.Is(err, ErrNoLock):
-				next.ServeHTTP(w, r.WithContext(NewContext(r.Context(), nil)))
+				next.ServeHTTP(w, r.WithContext(advisory.NewTxContext(r.Context(), nil)))
 				return
 			case err != nil:
 				o.fail(w, r, keyError(err))
@@ -71,7 +72,7 @@ func XactLock(db *sql.DB, key KeyFunc, opts ...Option) func(http.Handler) http.H
 			}
 			called, err := reqlock.Run(r.Context(), db, k, lockOpts, func(ctx context.Context, tx *sql.Tx) error {
 				rw := newResponseWriter(ctx, w, r, tx, o)
-				next.ServeHTTP(rw, r.WithContext(NewContext(ctx, tx)))
+				next.ServeHTTP(rw, r.WithContext(ctx))
 				if rw.state == pending {
 					rw.end(http.StatusOK)
 				}

@@ -1,4 +1,4 @@
-package middleware_test
+package httplock_test
 
 import (
 	"errors"
@@ -8,7 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgadvisory/pgadvisory/middleware"
+	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 	"github.com/pgadvisory/pgadvisory/mock"
 )
 
@@ -53,7 +54,7 @@ func TestFlushCommitFails(t *testing.T) {
 	m.ExpectCommit().WillReturnError(errSecret)
 	spy := newSpy(m)
 	ordersMux(lock(db), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := http.NewResponseController(w).Flush(); !errors.Is(err, middleware.ErrCommit) {
+		if err := http.NewResponseController(w).Flush(); !errors.Is(err, httplock.ErrCommit) {
 			t.Errorf("flush returned %v, want ErrCommit", err)
 		}
 		io.WriteString(w, "streamed")
@@ -154,7 +155,7 @@ func TestHijack(t *testing.T) {
 				t.Errorf("hijack returned %v, want http.ErrNotSupported", err)
 			}
 			// The transaction is still open: the handler can go on.
-			tx, _ := middleware.TxFromContext(r.Context())
+			tx, _ := advisory.TxFromContext(r.Context())
 			if _, err := tx.ExecContext(r.Context(), "UPDATE orders SET paid = true WHERE id = 42"); err != nil {
 				t.Errorf("the transaction ended at a refused hijack: %v", err)
 			}
@@ -176,7 +177,7 @@ func TestHijack(t *testing.T) {
 				t.Error("hijacked although the commit failed")
 				return
 			}
-			if !errors.Is(err, middleware.ErrCommit) {
+			if !errors.Is(err, httplock.ErrCommit) {
 				t.Errorf("hijack returned %v, want ErrCommit", err)
 			}
 		})))

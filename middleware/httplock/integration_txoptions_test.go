@@ -1,4 +1,4 @@
-package middleware_test
+package httplock_test
 
 import (
 	"database/sql"
@@ -6,8 +6,9 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/internal/pgtest"
-	"github.com/pgadvisory/pgadvisory/middleware"
+	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 )
 
 // TestIntegrationTxOptions checks, on real servers, that TxOptions reach
@@ -28,7 +29,7 @@ func TestIntegrationTxOptions(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					tx, _ := middleware.TxFromContext(r.Context())
+					tx, _ := advisory.TxFromContext(r.Context())
 					var iso, ro string
 					if err := tx.QueryRowContext(r.Context(),
 						"SELECT current_setting('transaction_isolation'), current_setting('transaction_read_only')").Scan(&iso, &ro); err != nil {
@@ -37,7 +38,7 @@ func TestIntegrationTxOptions(t *testing.T) {
 					}
 					fmt.Fprintf(w, "%s %s", iso, ro)
 				})
-				srv := serve(t, routers[0].route(tg.DB, testNamespace(t), []middleware.Option{middleware.TxOptions(tt.opts)}, h))
+				srv := serve(t, routers[0].route(tg.DB, testNamespace(t), []httplock.Option{httplock.TxOptions(tt.opts)}, h))
 				if r := fetch(srv.URL + "/orders/42"); r.status != http.StatusOK || r.body != tt.want {
 					t.Errorf("got %d %q (%v), want 200 %q", r.status, r.body, r.err, tt.want)
 				}

@@ -1,4 +1,4 @@
-package middleware_test
+package httplock_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package middleware
+package httplock
 
 import (
 	"database/sql"
@@ -55,7 +55,7 @@ func TxOptions(opts *sql.TxOptions) Option {
 // handler's response, whether its transaction commits (commit returns true)
 // or rolls back. The default commits below 400. To commit on 2xx only:
 //
-//	middleware.CommitPolicy(func(status int) bool { return status >= 200 && status < 300 })
+//	httplock.CommitPolicy(func(status int) bool { return status >= 200 && status < 300 })
 //
 // A handler that writes nothing is judged as status 200, and one that
 // hijacks the connection as status 101.

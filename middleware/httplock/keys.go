@@ -1,4 +1,4 @@
-package middleware
+package httplock
 
 import (
 	"fmt"
@@ -60,7 +60,7 @@ func PathNameKey(ns int32, params ...string) KeyFunc {
 // is advisory.PairKey(ns, id), checked as PathKey checks it. For
 // gorilla/mux:
 //
-//	key := middleware.ValueKey(ordersNS, func(r *http.Request) string { return mux.Vars(r)["id"] })
+//	key := httplock.ValueKey(ordersNS, func(r *http.Request) string { return mux.Vars(r)["id"] })
 //
 // ValueKey panics if get is nil.
 func ValueKey(ns int32, get func(*http.Request) string) KeyFunc {
