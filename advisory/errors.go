@@ -15,8 +15,10 @@ var (
 	// Nothing was taken.
 	ErrNotAcquired = errors.New("advisory: lock not acquired")
 
-	// ErrLockTimeout means a bounded wait ([Timeout]) ended before the lock
-	// was granted (SQLSTATE 55P03).
+	// ErrLockTimeout means the server ended a wait before the lock was
+	// granted: a bounded wait ([Timeout]) ran out (SQLSTATE 55P03), or the
+	// server cancelled the waiting statement while ctx was still live
+	// (SQLSTATE 57014), as a statement_timeout shorter than the wait does.
 	ErrLockTimeout = errors.New("advisory: lock wait timed out")
 
 	// ErrDeadlock means the server broke a deadlock by failing this wait
@@ -118,6 +120,17 @@ func fail(ctx context.Context, op, keys string, err error) error {
 		}
 	}
 	return e
+}
+
+// failWait classifies err, which came from a lock wait, as fail does, and
+// also reports a wait that the server cancelled while ctx was still live
+// (SQLSTATE 57014, as a statement_timeout shorter than the wait gives) as
+// [ErrLockTimeout]: to the caller, the server bounded the wait.
+func failWait(ctx context.Context, op, keys string, err error) error {
+	if sqlState(err) == "57014" && ctx.Err() == nil {
+		return failKind(op, keys, ErrLockTimeout, err)
+	}
+	return fail(ctx, op, keys, err)
 }
 
 // failKind reports a failure whose class is already known.

@@ -114,7 +114,7 @@ func acquire(ctx context.Context, conn *sql.Conn, op string, keys []Key, stmt st
 	n, err := run(ctx, conn, stmt)
 	if err != nil {
 		discard(conn)
-		return false, fail(ctx, op, keyList(keys), err)
+		return false, failWait(ctx, op, keyList(keys), err)
 	}
 	return n > 0, nil
 }

@@ -63,7 +63,7 @@ func xactAcquire(ctx context.Context, tx *sql.Tx, op string, keys []Key, stmt st
 	}
 	n, err := run(ctx, tx, stmt)
 	if err != nil {
-		return false, fail(ctx, op, keyList(keys), err)
+		return false, failWait(ctx, op, keyList(keys), err)
 	}
 	return n > 0, nil
 }
