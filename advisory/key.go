@@ -62,13 +62,7 @@ func (k Key) Pair() (k1, k2 int32, ok bool) {
 
 // String returns "42" for Int64Key(42) and "1:1234" for PairKey(1, 1234).
 // [ParseKey] reads it back.
-func (k Key) String() string {
-	if k.pair {
-		return strconv.FormatInt(int64(k.hi), 10) + ":" + strconv.FormatInt(int64(k.lo), 10)
-	}
-	v, _ := k.Int64()
-	return strconv.FormatInt(v, 10)
-}
+func (k Key) String() string { return k.sql().String() }
 
 // Compare returns -1, 0 or +1 as k sorts before, equal to or after o. All
 // bigint keys sort before all pair keys, and keys of one space sort by
@@ -91,10 +85,7 @@ func (k Key) Compare(o Key) int {
 }
 
 // sql returns the key as a statement needs it.
-func (k Key) sql() sqltext.Key {
-	v, _ := k.Int64()
-	return sqltext.Key{Pair: k.pair, Bigint: v, A: k.hi, B: k.lo}
-}
+func (k Key) sql() sqltext.Key { return sqltext.KeyOf(k) }
 
 // MarshalText returns [Key.String], so that a key reads and writes as text
 // in JSON, configuration files and flags.
@@ -140,24 +131,6 @@ func canonical(keys []Key) []Key {
 	out := slices.Clone(keys)
 	slices.SortFunc(out, Key.Compare)
 	return slices.Compact(out)
-}
-
-// keyList renders keys for an error message: "42", "[1:2 42]", or, for a
-// long list, its first keys and how many more there are.
-func keyList(keys []Key) string {
-	const most = 8
-	if len(keys) == 1 {
-		return keys[0].String()
-	}
-	parts := make([]string, 0, most+1)
-	for i, k := range keys {
-		if i == most {
-			parts = append(parts, fmt.Sprintf("and %d more", len(keys)-most))
-			break
-		}
-		parts = append(parts, k.String())
-	}
-	return "[" + strings.Join(parts, " ") + "]"
 }
 
 // sqlKeys returns every key as a statement needs it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 
+	"github.com/pgadvisory/pgadvisory/internal/scope"
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 )
 
@@ -14,7 +15,7 @@ import (
 // If ctx ends the wait, Lock returns an error wrapping ctx.Err() and closes
 // the session, since the lock may have been granted as the wait ended.
 func Lock(ctx context.Context, conn *sql.Conn, key Key) error {
-	_, err := acquire(ctx, conn, "lock", []Key{key}, sqltext.Lock(false, false, key.sql()))
+	_, err := acquire(ctx, conn, "lock", []sqltext.Key{key.sql()}, sqltext.Lock(false, false, key.sql()))
 	return err
 }
 
@@ -23,7 +24,7 @@ func Lock(ctx context.Context, conn *sql.Conn, key Key) error {
 // lock is held until [UnlockShared], [UnlockAll], or the end of the
 // session. On error it behaves as [Lock] does.
 func LockShared(ctx context.Context, conn *sql.Conn, key Key) error {
-	_, err := acquire(ctx, conn, "lock shared", []Key{key}, sqltext.Lock(false, true, key.sql()))
+	_, err := acquire(ctx, conn, "lock shared", []sqltext.Key{key.sql()}, sqltext.Lock(false, true, key.sql()))
 	return err
 }
 
@@ -32,7 +33,7 @@ func LockShared(ctx context.Context, conn *sql.Conn, key Key) error {
 // [Unlock], [UnlockAll], or the end of the session. On error TryLock
 // reports false and closes the session, as [Lock] does.
 func TryLock(ctx context.Context, conn *sql.Conn, key Key) (bool, error) {
-	return acquire(ctx, conn, "try lock", []Key{key}, sqltext.TryLock(false, false, key.sql()))
+	return acquire(ctx, conn, "try lock", []sqltext.Key{key.sql()}, sqltext.TryLock(false, false, key.sql()))
 }
 
 // TryLockShared takes a shared session lock on key if no exclusive lock
@@ -40,7 +41,7 @@ func TryLock(ctx context.Context, conn *sql.Conn, key Key) (bool, error) {
 // held until [UnlockShared], [UnlockAll], or the end of the session. On
 // error it reports false and closes the session, as [Lock] does.
 func TryLockShared(ctx context.Context, conn *sql.Conn, key Key) (bool, error) {
-	return acquire(ctx, conn, "try lock shared", []Key{key}, sqltext.TryLock(false, true, key.sql()))
+	return acquire(ctx, conn, "try lock shared", []sqltext.Key{key.sql()}, sqltext.TryLock(false, true, key.sql()))
 }
 
 // LockKeys waits until it holds an exclusive session lock on every key. It
@@ -55,8 +56,8 @@ func LockKeys(ctx context.Context, conn *sql.Conn, keys ...Key) error {
 	if len(keys) == 0 {
 		return errNoKeys
 	}
-	keys = canonical(keys)
-	_, err := acquire(ctx, conn, "lock", keys, sqltext.Lock(false, false, sqlKeys(keys)...))
+	sk := sqlKeys(canonical(keys))
+	_, err := acquire(ctx, conn, "lock", sk, sqltext.Lock(false, false, sk...))
 	return err
 }
 
@@ -68,13 +69,13 @@ func LockKeys(ctx context.Context, conn *sql.Conn, keys ...Key) error {
 // fails, or the key was not held, the session is closed, so that no lock
 // the caller has lost track of stays behind in the pool.
 func Unlock(ctx context.Context, conn *sql.Conn, key Key) error {
-	return release(ctx, conn, "unlock", []Key{key}, sqltext.Unlock(false, key.sql()))
+	return release(ctx, conn, "unlock", []sqltext.Key{key.sql()}, sqltext.Unlock(false, key.sql()))
 }
 
 // UnlockShared releases one shared session lock on key, as [Unlock] does
 // for an exclusive one.
 func UnlockShared(ctx context.Context, conn *sql.Conn, key Key) error {
-	return release(ctx, conn, "unlock shared", []Key{key}, sqltext.Unlock(true, key.sql()))
+	return release(ctx, conn, "unlock shared", []sqltext.Key{key.sql()}, sqltext.Unlock(true, key.sql()))
 }
 
 // UnlockKeys releases one exclusive session lock on every key, duplicates
@@ -83,8 +84,8 @@ func UnlockKeys(ctx context.Context, conn *sql.Conn, keys ...Key) error {
 	if len(keys) == 0 {
 		return errNoKeys
 	}
-	keys = canonical(keys)
-	return release(ctx, conn, "unlock", keys, sqltext.Unlock(false, sqlKeys(keys)...))
+	sk := sqlKeys(canonical(keys))
+	return release(ctx, conn, "unlock", sk, sqltext.Unlock(false, sk...))
 }
 
 // UnlockAll releases every session lock the session holds, exclusive and
@@ -95,47 +96,21 @@ func UnlockAll(ctx context.Context, conn *sql.Conn) error {
 	if conn == nil {
 		return errNilConn
 	}
-	rctx, cancel := releaseContext(ctx)
+	rctx, cancel := scope.ReleaseContext(ctx)
 	defer cancel()
-	if _, err := run(rctx, conn, sqltext.UnlockAll); err != nil {
-		discard(conn)
-		return fail(rctx, "unlock all", "", err)
+	if _, err := scope.Run(rctx, conn, sqltext.UnlockAll); err != nil {
+		scope.Discard(conn)
+		return scope.Fail(rctx, "unlock all", "", err)
 	}
 	return nil
 }
 
-// acquire runs a session lock statement on conn and reports whether it
-// affected a row, which for a try means the lock was taken. On error it
-// closes the session, whose holding is then in doubt.
-func acquire(ctx context.Context, conn *sql.Conn, op string, keys []Key, stmt string) (bool, error) {
-	if conn == nil {
-		return false, errNilConn
-	}
-	n, err := run(ctx, conn, stmt)
-	if err != nil {
-		discard(conn)
-		return false, failWait(ctx, op, keyList(keys), err)
-	}
-	return n > 0, nil
+// acquire takes keys on conn; see [scope.Acquire].
+func acquire(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, stmt string) (bool, error) {
+	return scope.Acquire(ctx, conn, op, keys, stmt)
 }
 
-// release runs an unlock statement for keys on a context that survives the
-// caller's cancellation. Unless it released every key, it closes the
-// session.
-func release(ctx context.Context, conn *sql.Conn, op string, keys []Key, stmt string) error {
-	if conn == nil {
-		return errNilConn
-	}
-	rctx, cancel := releaseContext(ctx)
-	defer cancel()
-	n, err := run(rctx, conn, stmt)
-	switch {
-	case err != nil:
-		discard(conn)
-		return fail(rctx, op, keyList(keys), err)
-	case n != int64(len(keys)):
-		discard(conn)
-		return failKind(op, keyList(keys), ErrNotHeld, nil)
-	}
-	return nil
+// release releases keys on conn; see [scope.Release].
+func release(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, stmt string) error {
+	return scope.Release(ctx, conn, op, keys, stmt)
 }

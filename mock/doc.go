@@ -32,15 +32,15 @@
 // [XactScope] or a [SessionScope] that holds every expectation they laid
 // down, for chaining:
 //
-//	mock.ExpectWithXactLock(m, key, mock.NotAcquired, advisory.Try())
-//	mock.ExpectWithXactLock(m, key, mock.Failed, advisory.Timeout(time.Second)) // advisory.ErrLockTimeout
+//	mock.ExpectWithXactLock(m, key, mock.XactNotAcquired, advisory.Try())
+//	mock.ExpectWithXactLock(m, key, mock.XactFailed, advisory.Timeout(time.Second)) // advisory.ErrLockTimeout
 //	mock.ExpectWithXactLock(m, key, mock.Commit).Commit.WillReturnError(err)
 //
 // sqlmock matches expectations in order, so when fn sends statements of its
 // own, pass [Granted]: the helper stops after the lock, and the test lays
 // down fn's statements and then the end:
 //
-//	mock.ExpectWithXactLock(m, key, mock.Granted, advisory.Try())
+//	mock.ExpectWithXactLock(m, key, mock.XactGranted, advisory.Try())
 //	m.ExpectExec("UPDATE jobs").WillReturnResult(sqlmock.NewResult(0, 1))
 //	m.ExpectCommit()
 //

@@ -240,7 +240,7 @@ func driftCases() []driftCase {
 		}, wantCall(errBoom))
 		if o.try {
 			xact("NotAcquired", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
-				mock.ExpectWithXactLock(m, key, mock.NotAcquired, o.opts...)
+				mock.ExpectWithXactLock(m, key, mock.XactNotAcquired, o.opts...)
 				return advisory.WithXactLock(context.Background(), db, key, func(context.Context, *sql.Tx) error {
 					*called = true
 					return nil
@@ -248,21 +248,21 @@ func driftCases() []driftCase {
 			}, wantNoCall(advisory.ErrNotAcquired))
 		}
 		xact("Failed", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
-			mock.ExpectWithXactLock(m, key, mock.Failed, o.opts...)
+			mock.ExpectWithXactLock(m, key, mock.XactFailed, o.opts...)
 			return advisory.WithXactLock(context.Background(), db, key, func(context.Context, *sql.Tx) error {
 				*called = true
 				return nil
 			}, o.opts...)
 		}, wantNoCall(advisory.ErrLockTimeout))
 		xact("Deadlock", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
-			mock.ExpectWithXactLock(m, key, mock.Failed, o.opts...).Lock.WillReturnError(mock.ServerError("40P01"))
+			mock.ExpectWithXactLock(m, key, mock.XactFailed, o.opts...).Lock.WillReturnError(mock.ServerError("40P01"))
 			return advisory.WithXactLock(context.Background(), db, key, func(context.Context, *sql.Tx) error {
 				*called = true
 				return nil
 			}, o.opts...)
 		}, wantNoCall(advisory.ErrDeadlock))
 		xact("GrantedWithBody", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
-			mock.ExpectWithXactLock(m, key, mock.Granted, o.opts...)
+			mock.ExpectWithXactLock(m, key, mock.XactGranted, o.opts...)
 			m.ExpectExec("UPDATE reports SET built = true").WillReturnResult(sqlmock.NewResult(0, 1))
 			m.ExpectCommit()
 			return advisory.WithXactLock(context.Background(), db, key, func(ctx context.Context, tx *sql.Tx) error {
@@ -302,7 +302,7 @@ func driftCases() []driftCase {
 		}, wantCall(errBoom))
 		if o.try {
 			session("NotAcquired", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
-				mock.ExpectWithSessionLock(m, key, mock.NotAcquired, o.opts...)
+				mock.ExpectWithSessionLock(m, key, mock.SessionNotAcquired, o.opts...)
 				return advisory.WithSessionLock(context.Background(), db, key, func(context.Context, *sql.Conn) error {
 					*called = true
 					return nil
@@ -310,21 +310,21 @@ func driftCases() []driftCase {
 			}, wantNoCall(advisory.ErrNotAcquired))
 		}
 		session("Failed", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
-			mock.ExpectWithSessionLock(m, key, mock.Failed, o.opts...)
+			mock.ExpectWithSessionLock(m, key, mock.SessionFailed, o.opts...)
 			return advisory.WithSessionLock(context.Background(), db, key, func(context.Context, *sql.Conn) error {
 				*called = true
 				return nil
 			}, o.opts...)
 		}, wantNoCall(advisory.ErrLockTimeout))
 		session("Deadlock", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
-			mock.ExpectWithSessionLock(m, key, mock.Failed, o.opts...).Lock.WillReturnError(mock.ServerError("40P01"))
+			mock.ExpectWithSessionLock(m, key, mock.SessionFailed, o.opts...).Lock.WillReturnError(mock.ServerError("40P01"))
 			return advisory.WithSessionLock(context.Background(), db, key, func(context.Context, *sql.Conn) error {
 				*called = true
 				return nil
 			}, o.opts...)
 		}, wantNoCall(advisory.ErrDeadlock))
 		session("Panic", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
-			mock.ExpectWithSessionLock(m, key, mock.Granted, o.opts...)
+			mock.ExpectWithSessionLock(m, key, mock.SessionGranted, o.opts...).ExpectRelease()
 			return recovered(func() error {
 				return advisory.WithSessionLock(context.Background(), db, key, func(context.Context, *sql.Conn) error {
 					*called = true
@@ -333,7 +333,7 @@ func driftCases() []driftCase {
 			})
 		}, wantCall(errBoom))
 		session("GrantedWithBody", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
-			s := mock.ExpectWithSessionLock(m, key, mock.Granted, o.opts...)
+			s := mock.ExpectWithSessionLock(m, key, mock.SessionGranted, o.opts...)
 			m.ExpectExec("VACUUM reports").WillReturnResult(sqlmock.NewResult(0, 0))
 			s.ExpectRelease()
 			return advisory.WithSessionLock(context.Background(), db, key, func(ctx context.Context, conn *sql.Conn) error {

@@ -97,10 +97,10 @@ func ExampleExpectWithXactLock() {
 	defer db.Close()
 
 	order := advisory.PairKey(ordersNS, 7)
-	mock.ExpectWithXactLock(m, order, mock.Granted, advisory.Try())
+	mock.ExpectWithXactLock(m, order, mock.XactGranted, advisory.Try())
 	m.ExpectExec(`UPDATE orders SET paid = true WHERE id = \$1`).WithArgs("7").WillReturnResult(sqlmock.NewResult(0, 1))
 	m.ExpectCommit()
-	mock.ExpectWithXactLock(m, order, mock.NotAcquired, advisory.Try())
+	mock.ExpectWithXactLock(m, order, mock.XactNotAcquired, advisory.Try())
 
 	mux := http.NewServeMux()
 	lock := httplock.XactLock(db, httplock.PathKey(ordersNS, "id"))
@@ -141,10 +141,10 @@ func ExampleExpectWithSessionLock() {
 	defer db.Close()
 	m = mock.WithQueryMatcher(m, sqlmock.QueryMatcherEqual)
 
-	s := mock.ExpectWithSessionLock(m, advisory.PairKey(1, 1), mock.Granted, advisory.Timeout(10*time.Second))
+	s := mock.ExpectWithSessionLock(m, advisory.PairKey(1, 1), mock.SessionGranted, advisory.Timeout(10*time.Second))
 	m.ExpectExec("ALTER TABLE jobs ADD COLUMN owner text").WillReturnResult(sqlmock.NewResult(0, 0))
 	s.ExpectRelease()
-	mock.ExpectWithSessionLock(m, advisory.PairKey(1, 1), mock.Failed, advisory.Timeout(10*time.Second))
+	mock.ExpectWithSessionLock(m, advisory.PairKey(1, 1), mock.SessionFailed, advisory.Timeout(10*time.Second))
 
 	fmt.Println("first:", migrate(context.Background(), db, "ALTER TABLE jobs ADD COLUMN owner text"))
 	err = migrate(context.Background(), db, "ALTER TABLE jobs ADD COLUMN owner text")

@@ -115,13 +115,7 @@ func count(yes bool) int64 {
 }
 
 // arg returns key as advisory hands it to the statement builders.
-func arg(key advisory.Key) sqltext.Key {
-	if v, ok := key.Int64(); ok {
-		return sqltext.Key{Bigint: v}
-	}
-	k1, k2, _ := key.Pair()
-	return sqltext.Key{Pair: true, A: k1, B: k2}
-}
+func arg(key advisory.Key) sqltext.Key { return sqltext.KeyOf(key) }
 
 // args renders keys as advisory does for a multi-key statement: sorted by
 // [advisory.Key.Compare], duplicates removed.

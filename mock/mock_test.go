@@ -154,12 +154,12 @@ func TestHelperPanics(t *testing.T) {
 		{"TryAndTimeout", func(m sqlmock.Sqlmock) {
 			mock.ExpectWithSessionLock(m, key, mock.Release, advisory.Try(), advisory.Timeout(time.Second))
 		}, "bad option"},
-		{"XactRelease", func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, key, mock.Release) }, "ExpectWithSessionLock"},
-		{"SessionCommit", func(m sqlmock.Sqlmock) { mock.ExpectWithSessionLock(m, key, mock.Commit) }, "ExpectWithXactLock"},
+		{"XactNoOutcome", func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, key, 0) }, "not an outcome"},
+		{"SessionNoOutcome", func(m sqlmock.Sqlmock) { mock.ExpectWithSessionLock(m, key, 0) }, "not an outcome"},
 		{"XactNotAcquiredWithoutTry", func(m sqlmock.Sqlmock) {
-			mock.ExpectWithXactLock(m, key, mock.NotAcquired, advisory.Timeout(time.Second))
+			mock.ExpectWithXactLock(m, key, mock.XactNotAcquired, advisory.Timeout(time.Second))
 		}, "advisory.Try()"},
-		{"SessionNotAcquiredWithoutTry", func(m sqlmock.Sqlmock) { mock.ExpectWithSessionLock(m, key, mock.NotAcquired) }, "advisory.Try()"},
+		{"SessionNotAcquiredWithoutTry", func(m sqlmock.Sqlmock) { mock.ExpectWithSessionLock(m, key, mock.SessionNotAcquired) }, "advisory.Try()"},
 		{"LockKeysNone", func(m sqlmock.Sqlmock) { mock.ExpectLockKeys(m) }, "at least one key"},
 		{"UnlockKeysNone", func(m sqlmock.Sqlmock) { mock.ExpectUnlockKeys(m) }, "at least one key"},
 		{"XactLockKeysNone", func(m sqlmock.Sqlmock) { mock.ExpectXactLockKeys(m) }, "at least one key"},
@@ -197,13 +197,14 @@ func TestServerError(t *testing.T) {
 
 func TestOutcomeString(t *testing.T) {
 	t.Parallel()
-	for o, want := range map[mock.Outcome]string{
-		mock.Commit: "Commit", mock.Rollback: "Rollback", mock.Release: "Release",
-		mock.NotAcquired: "NotAcquired", mock.Failed: "Failed", mock.Granted: "Granted",
-		mock.Outcome(0): "Outcome(0)",
+	for o, want := range map[fmt.Stringer]string{
+		mock.Commit: "Commit", mock.Rollback: "Rollback", mock.XactNotAcquired: "XactNotAcquired",
+		mock.XactFailed: "XactFailed", mock.XactGranted: "XactGranted", mock.XactOutcome(0): "XactOutcome(0)",
+		mock.Release: "Release", mock.SessionNotAcquired: "SessionNotAcquired", mock.SessionFailed: "SessionFailed",
+		mock.SessionGranted: "SessionGranted", mock.SessionOutcome(9): "SessionOutcome(9)",
 	} {
 		if got := o.String(); got != want {
-			t.Errorf("%d.String() = %q, want %q", int(o), got, want)
+			t.Errorf("%#v.String() = %q, want %q", o, got, want)
 		}
 	}
 }

@@ -5,68 +5,102 @@ import (
 
 	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/hook"
+	"github.com/pgadvisory/pgadvisory/internal/scope"
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 )
 
-// An Outcome says how a scoped helper's call ends, and so which statements
-// [ExpectWithXactLock], [ExpectWithSessionLock] and
-// [ExpectWithSessionLockConn] lay down after the lock.
-type Outcome int
+// An XactOutcome says how a [ExpectWithXactLock] call ends, and so which
+// statements it lays down after the lock. A [SessionOutcome] does the same
+// for the session helpers; the compiler keeps each to its own kind.
+type XactOutcome int
 
 const (
-	// Commit: WithXactLock got the lock and fn returned nil, so the
-	// transaction commits. For ExpectWithXactLock only.
-	Commit Outcome = iota + 1
+	// Commit: the lock is granted and fn returns nil, so the transaction
+	// commits.
+	Commit XactOutcome = iota + 1
 
-	// Rollback: WithXactLock got the lock and fn returned an error or
-	// panicked, so the transaction rolls back. For ExpectWithXactLock only.
+	// Rollback: the lock is granted and fn returns an error or panics, so
+	// the transaction rolls back.
 	Rollback
 
-	// Release: WithSessionLock got the lock, fn returned (with or without
-	// an error), and the lock is released. For ExpectWithSessionLock and
-	// ExpectWithSessionLockConn only.
-	Release
+	// XactNotAcquired: with [advisory.Try], the lock statement answers
+	// that the key is held elsewhere; fn is not called, the transaction
+	// rolls back, and the call returns an error matching
+	// [advisory.ErrNotAcquired]. A lock that waits is never refused, so
+	// the helper panics when opts lack Try.
+	XactNotAcquired
 
-	// NotAcquired: with [advisory.Try], the lock statement answers that
-	// the key is held elsewhere; fn is not called, and the call returns an
-	// error matching [advisory.ErrNotAcquired]. WithXactLock rolls back;
-	// WithSessionLock sends nothing more. A lock that waits is never
-	// refused, so the helpers panic when opts lack Try.
-	NotAcquired
-
-	// Failed: the lock statement fails with an error, by default
+	// XactFailed: the lock statement fails with an error, by default
 	// [ServerError]("55P03"), a lock_timeout, which advisory reports as
 	// [advisory.ErrLockTimeout]; chain WillReturnError on the scope's Lock
 	// for another, such as ServerError("40P01") for [advisory.ErrDeadlock]
-	// or context.Canceled. fn is not called. WithXactLock rolls back;
-	// WithSessionLock closes the session, which sends nothing more.
-	Failed
+	// or context.Canceled. fn is not called, and the transaction rolls
+	// back.
+	XactFailed
 
-	// Granted: the lock is granted and the helper lays down nothing after
-	// it. Lay down fn's own statements next, then the end: m.ExpectCommit()
-	// or m.ExpectRollback() for WithXactLock, [SessionScope.ExpectRelease]
-	// for WithSessionLock. A WithSessionLock whose fn panics also ends here:
-	// the session is closed and nothing more is sent.
-	Granted
+	// XactGranted: the lock is granted and the helper lays down nothing
+	// after it. Lay down fn's own statements next, then m.ExpectCommit() or
+	// m.ExpectRollback().
+	XactGranted
 )
 
 // String returns the outcome's name, "Commit" for example.
-func (o Outcome) String() string {
+func (o XactOutcome) String() string {
 	switch o {
 	case Commit:
 		return "Commit"
 	case Rollback:
 		return "Rollback"
+	case XactNotAcquired:
+		return "XactNotAcquired"
+	case XactFailed:
+		return "XactFailed"
+	case XactGranted:
+		return "XactGranted"
+	}
+	return fmt.Sprintf("XactOutcome(%d)", int(o))
+}
+
+// A SessionOutcome says how an [ExpectWithSessionLock] or
+// [ExpectWithSessionLockConn] call ends, and so which statements it lays
+// down after the lock.
+type SessionOutcome int
+
+const (
+	// Release: the lock is granted, fn returns (with or without an error),
+	// and the statement that ends the scope releases the lock.
+	Release SessionOutcome = iota + 1
+
+	// SessionNotAcquired: with [advisory.Try], the lock statement answers
+	// that the key is held elsewhere; fn is not called, nothing more is
+	// sent, and the call returns an error matching
+	// [advisory.ErrNotAcquired]. The helpers panic when opts lack Try.
+	SessionNotAcquired
+
+	// SessionFailed: the lock statement fails, as for [XactFailed]; fn is
+	// not called, and the session is closed, which sends nothing more.
+	SessionFailed
+
+	// SessionGranted: the lock is granted and the helper lays down nothing
+	// after it. Lay down fn's own statements next, then
+	// [SessionScope.ExpectRelease]. An fn that panics also ends with the
+	// release: the scope releases the lock before the panic goes on.
+	SessionGranted
+)
+
+// String returns the outcome's name, "Release" for example.
+func (o SessionOutcome) String() string {
+	switch o {
 	case Release:
 		return "Release"
-	case NotAcquired:
-		return "NotAcquired"
-	case Failed:
-		return "Failed"
-	case Granted:
-		return "Granted"
+	case SessionNotAcquired:
+		return "SessionNotAcquired"
+	case SessionFailed:
+		return "SessionFailed"
+	case SessionGranted:
+		return "SessionGranted"
 	}
-	return fmt.Sprintf("Outcome(%d)", int(o))
+	return fmt.Sprintf("SessionOutcome(%d)", int(o))
 }
 
 // XactScope holds the expectations [ExpectWithXactLock] laid down, for
@@ -89,29 +123,32 @@ type XactScope struct {
 //
 // sqlmock matches expectations in order, so statements that fn sends must
 // come between the lock and the end: for an fn that sends any, use outcome
-// [Granted], lay them down, then call m.ExpectCommit() or
+// [XactGranted], lay them down, then call m.ExpectCommit() or
 // m.ExpectRollback().
 //
 // The lock statement is the one advisory itself builds for opts. It panics
 // when advisory rejects opts, for example advisory.Timeout(0), since the
-// call then sends nothing at all; when outcome is NotAcquired and opts lack
-// advisory.Try; and when outcome is [Release].
-func ExpectWithXactLock(m sqlmock.Sqlmock, key advisory.Key, outcome Outcome, opts ...advisory.Option) *XactScope {
+// call then sends nothing at all; when outcome is XactNotAcquired and opts
+// lack advisory.Try; and when outcome is not one of the constants.
+func ExpectWithXactLock(m sqlmock.Sqlmock, key advisory.Key, outcome XactOutcome, opts ...advisory.Option) *XactScope {
 	const helper = "mock: ExpectWithXactLock: "
+	var lock string
 	switch outcome {
-	case Commit, Rollback, NotAcquired, Failed, Granted:
-	case Release:
-		panic(helper + "outcome Release is for ExpectWithSessionLock")
+	case Commit, Rollback, XactGranted:
+		lock = lockSQL(helper, opts, true, key, false)
+	case XactNotAcquired:
+		lock = lockSQL(helper, opts, true, key, true)
+	case XactFailed:
+		lock = lockSQL(helper, opts, true, key, false)
 	default:
-		panic(fmt.Sprintf(helper+"%v is not an outcome: want Commit, Rollback, NotAcquired, Failed or Granted", outcome))
+		panic(fmt.Sprintf(helper+"%v is not an outcome: want Commit, Rollback, XactNotAcquired, XactFailed or XactGranted", outcome))
 	}
-	sc := scopeSQL(helper, opts, true, key, outcome)
 	s := &XactScope{Begin: m.ExpectBegin()}
-	s.Lock = expectOutcome(m, sc.Lock, outcome)
+	s.Lock = expectLock(m, lock, outcome == XactNotAcquired, outcome == XactFailed)
 	switch outcome {
 	case Commit:
 		s.Commit = m.ExpectCommit()
-	case Rollback, NotAcquired, Failed:
+	case Rollback, XactNotAcquired, XactFailed:
 		s.Rollback = m.ExpectRollback()
 	}
 	return s
@@ -127,18 +164,19 @@ type SessionScope struct {
 	Lock   *sqlmock.ExpectedExec // the statement that takes the lock
 	Unlock *sqlmock.ExpectedExec // the statement that ends the scope, or nil
 
-	m      sqlmock.Sqlmock
-	unlock string
+	m   sqlmock.Sqlmock
+	end string
 }
 
 // ExpectRelease lays down the statement that ends the scope (see
 // SessionScope.Unlock), as the Release outcome would have, and sets
 // s.Unlock to it. Call it after fn's own statements, for a scope laid down
-// with [Granted]. The statement reports the lock held; chain
+// with [SessionGranted]. The statement reports the lock held; chain
 // WillReturnResult(sqlmock.NewResult(0, 0)) to have it report the lock lost
-// ([advisory.ErrLockLost]).
+// ([advisory.ErrLockLost]), or sqlmock.NewResult(0, 3) to report a
+// transaction left open on the connection.
 func (s *SessionScope) ExpectRelease() *sqlmock.ExpectedExec {
-	s.Unlock = expect(s.m, s.unlock, 1)
+	s.Unlock = expect(s.m, s.end, 1)
 	return s.Unlock
 }
 
@@ -148,67 +186,71 @@ func (s *SessionScope) ExpectRelease() *sqlmock.ExpectedExec {
 // releases it (and every other session lock of the connection the scope
 // owns). Pass the very options the code under test passes.
 //
-// For an fn that sends statements of its own, use outcome [Granted], lay
-// them down, then call [SessionScope.ExpectRelease]. For an fn that
-// panics, use Granted alone: the session is closed, not unlocked.
+// For an fn that sends statements of its own, or that panics, use outcome
+// [SessionGranted], lay fn's statements down, then call
+// [SessionScope.ExpectRelease].
 //
 // Like [ExpectWithXactLock], it takes the statements from advisory itself,
-// and panics when advisory rejects opts, when outcome is NotAcquired and
-// opts lack advisory.Try, and when outcome is [Commit] or [Rollback].
-func ExpectWithSessionLock(m sqlmock.Sqlmock, key advisory.Key, outcome Outcome, opts ...advisory.Option) *SessionScope {
+// and panics when advisory rejects opts, when outcome is
+// SessionNotAcquired and opts lack advisory.Try, and when outcome is not
+// one of the constants.
+func ExpectWithSessionLock(m sqlmock.Sqlmock, key advisory.Key, outcome SessionOutcome, opts ...advisory.Option) *SessionScope {
 	return expectSession("mock: ExpectWithSessionLock: ", m, key, outcome, opts, true)
 }
 
 // ExpectWithSessionLockConn expects [advisory.WithSessionLockConn] on key
 // with opts, as [ExpectWithSessionLock] does; its release unlocks key
 // alone, since the caller owns the connection.
-func ExpectWithSessionLockConn(m sqlmock.Sqlmock, key advisory.Key, outcome Outcome, opts ...advisory.Option) *SessionScope {
+func ExpectWithSessionLockConn(m sqlmock.Sqlmock, key advisory.Key, outcome SessionOutcome, opts ...advisory.Option) *SessionScope {
 	return expectSession("mock: ExpectWithSessionLockConn: ", m, key, outcome, opts, false)
 }
 
-func expectSession(helper string, m sqlmock.Sqlmock, key advisory.Key, outcome Outcome, opts []advisory.Option, owned bool) *SessionScope {
+func expectSession(helper string, m sqlmock.Sqlmock, key advisory.Key, outcome SessionOutcome, opts []advisory.Option, owned bool) *SessionScope {
 	switch outcome {
-	case Release, NotAcquired, Failed, Granted:
-	case Commit, Rollback:
-		panic(fmt.Sprintf(helper+"outcome %v is for ExpectWithXactLock", outcome))
+	case Release, SessionNotAcquired, SessionFailed, SessionGranted:
 	default:
-		panic(fmt.Sprintf(helper+"%v is not an outcome: want Release, NotAcquired, Failed or Granted", outcome))
+		panic(fmt.Sprintf(helper+"%v is not an outcome: want Release, SessionNotAcquired, SessionFailed or SessionGranted", outcome))
 	}
-	sc := scopeSQL(helper, opts, false, key, outcome)
-	s := &SessionScope{m: m, unlock: sc.Unlock}
-	if owned {
-		s.unlock = sc.Release
-	}
-	s.Lock = expectOutcome(m, sc.Lock, outcome)
+	o := parse(helper, opts, outcome == SessionNotAcquired)
+	_, lock := o.LockStatement(false, sqltext.KeyOf(key))
+	s := &SessionScope{m: m, end: o.EndStatement(sqltext.KeyOf(key), owned)}
+	s.Lock = expectLock(m, lock, outcome == SessionNotAcquired, outcome == SessionFailed)
 	if outcome == Release {
 		s.ExpectRelease()
 	}
 	return s
 }
 
-// expectOutcome lays down the lock statement stmt answered as outcome
-// says.
-func expectOutcome(m sqlmock.Sqlmock, stmt string, outcome Outcome) *sqlmock.ExpectedExec {
-	switch outcome {
-	case NotAcquired:
+// expectLock lays down the lock statement stmt, refused or failing as
+// asked, and granted otherwise.
+func expectLock(m sqlmock.Sqlmock, stmt string, refused, failed bool) *sqlmock.ExpectedExec {
+	switch {
+	case refused:
 		return expect(m, stmt, 0)
-	case Failed:
+	case failed:
 		return expect(m, stmt, 0).WillReturnError(ServerError("55P03"))
 	}
 	return expect(m, stmt, 1)
 }
 
-// scopeSQL returns the statements advisory sends for key under opts, as
-// advisory itself builds them. It panics when advisory rejects opts, since
-// the call then sends nothing, and when outcome is NotAcquired without
-// advisory.Try: only a try can be refused.
-func scopeSQL(helper string, opts []advisory.Option, xact bool, key advisory.Key, outcome Outcome) hook.Scope {
-	sc, err := hook.ScopeSQL(opts, xact, key)
+// lockSQL returns the statement advisory sends to take key under opts, in
+// a transaction (xact) or a session; see [parse] for refused.
+func lockSQL(helper string, opts []advisory.Option, xact bool, key advisory.Key, refused bool) string {
+	o := parse(helper, opts, refused)
+	_, stmt := o.LockStatement(xact, sqltext.KeyOf(key))
+	return stmt
+}
+
+// parse reads opts as advisory does. It panics when advisory rejects
+// them, since the call then sends nothing, and when the lock is to be
+// refused without advisory.Try: only a try can be refused.
+func parse(helper string, opts []advisory.Option, refused bool) scope.Options {
+	o, err := scope.Parse(opts)
 	if err != nil {
 		panic(helper + err.Error())
 	}
-	if outcome == NotAcquired && !sc.Try {
-		panic(helper + "outcome NotAcquired needs advisory.Try(): a lock that waits is never refused, it is granted or it fails (see Failed)")
+	if refused && !o.Try {
+		panic(helper + "a refused lock needs advisory.Try(): a lock that waits is never refused, it is granted or it fails")
 	}
-	return sc
+	return o
 }

@@ -30,10 +30,10 @@ func ExampleWithXactLock() {
 	defer sqlDB.Close()
 	m = mock.WithQueryMatcher(m, sqlmock.QueryMatcherEqual)
 	key := advisory.NameKey(7, "nightly")
-	mock.ExpectWithXactLock(m, key, mock.Granted, advisory.Try())
+	mock.ExpectWithXactLock(m, key, mock.XactGranted, advisory.Try())
 	m.ExpectExec("INSERT INTO runs (job, owner) VALUES ($1, $2)").WithArgs("nightly", "worker-1").WillReturnResult(sqlmock.NewResult(0, 1))
 	m.ExpectCommit()
-	mock.ExpectWithXactLock(m, key, mock.NotAcquired, advisory.Try())
+	mock.ExpectWithXactLock(m, key, mock.XactNotAcquired, advisory.Try())
 
 	db := sqlx.NewDb(sqlDB, "postgres")
 	nightly := func(ctx context.Context) error {
@@ -66,7 +66,7 @@ func ExampleWithSessionLock() {
 	}
 	defer sqlDB.Close()
 	key := advisory.PairKey(1, 1)
-	s := mock.ExpectWithSessionLock(m, key, mock.Granted)
+	s := mock.ExpectWithSessionLock(m, key, mock.SessionGranted)
 	for range 2 {
 		m.ExpectBegin()
 		m.ExpectExec(`^UPDATE runs SET owner = \$1 WHERE job = \$2$`).WillReturnResult(sqlmock.NewResult(0, 1))

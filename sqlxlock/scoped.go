@@ -7,7 +7,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/hook"
+	"github.com/pgadvisory/pgadvisory/internal/scope"
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 )
 
 // Errors for bad arguments.
@@ -38,15 +39,15 @@ func WithXactLock(ctx context.Context, db *sqlx.DB, key advisory.Key, fn func(ct
 	case fn == nil:
 		return errNilFunc
 	}
-	txOpts, err := hook.CheckOptions(opts)
+	o, err := scope.Parse(opts)
 	if err != nil {
 		return err
 	}
-	tx, err := db.BeginTxx(ctx, txOpts)
+	tx, err := db.BeginTxx(ctx, o.TxOpts)
 	if err != nil {
-		return hook.Fail(ctx, "begin", "", err)
+		return scope.Fail(ctx, "begin", "", err)
 	}
-	return advisory.WithXactLockTx(ctx, tx.Tx, key, func(ctx context.Context, _ *sql.Tx) error { return fn(ctx, tx) }, opts...)
+	return scope.Xact(ctx, tx.Tx, sqltext.KeyOf(key), func(ctx context.Context, _ *sql.Tx) error { return fn(ctx, tx) }, &o)
 }
 
 // WithSessionLock runs fn on a dedicated connection that holds a session
@@ -73,14 +74,15 @@ func WithSessionLock(ctx context.Context, db *sqlx.DB, key advisory.Key, fn func
 	case fn == nil:
 		return errNilFunc
 	}
-	if _, err := hook.CheckOptions(opts); err != nil {
+	o, err := scope.Parse(opts)
+	if err != nil {
 		return err
 	}
 	conn, err := db.Connx(ctx)
 	if err != nil {
-		return hook.Fail(ctx, "connect", "", err)
+		return scope.Fail(ctx, "connect", "", err)
 	}
 	// The scope owns conn: it releases every session lock fn took and
 	// closes conn, or discards the session when in doubt.
-	return hook.OwnedSessionScope(ctx, conn.Conn, key, func(ctx context.Context, _ *sql.Conn) error { return fn(ctx, conn) }, opts)
+	return scope.Session(ctx, conn.Conn, sqltext.KeyOf(key), func(ctx context.Context, _ *sql.Conn) error { return fn(ctx, conn) }, &o, true)
 }

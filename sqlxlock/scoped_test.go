@@ -49,7 +49,7 @@ func TestWithXactLockGivesSqlxTx(t *testing.T) {
 			db.MapperFunc(strings.ToUpper)
 			key := advisory.PairKey(4, 2)
 
-			mock.ExpectWithXactLock(m, key, mock.Granted)
+			mock.ExpectWithXactLock(m, key, mock.XactGranted)
 			m.ExpectExec(`^INSERT INTO items \(id, name\) VALUES `).WithArgs(1, "a").WillReturnResult(sqlmock.NewResult(0, 1))
 			m.ExpectCommit()
 
@@ -97,10 +97,10 @@ func TestUnsafeCarried(t *testing.T) {
 			key := advisory.Int64Key(9)
 			rows := func() *sqlmock.Rows { return sqlmock.NewRows([]string{"id", "name", "extra"}).AddRow(1, "a", "x") }
 
-			mock.ExpectWithXactLock(m, key, mock.Granted)
+			mock.ExpectWithXactLock(m, key, mock.XactGranted)
 			m.ExpectQuery(`^SELECT`).WillReturnRows(rows())
 			m.ExpectCommit()
-			s := mock.ExpectWithSessionLock(m, key, mock.Granted)
+			s := mock.ExpectWithSessionLock(m, key, mock.SessionGranted)
 			m.ExpectQuery(`^SELECT`).WillReturnRows(rows())
 			s.ExpectRelease()
 
@@ -138,7 +138,7 @@ func TestWithSessionLockGivesSqlxConn(t *testing.T) {
 			db := sqlx.NewDb(sqlDB, d.name)
 			key := advisory.PairKey(4, 3)
 
-			s := mock.ExpectWithSessionLock(m, key, mock.Granted, advisory.Shared())
+			s := mock.ExpectWithSessionLock(m, key, mock.SessionGranted, advisory.Shared())
 			m.ExpectBegin()
 			m.ExpectExec(`^INSERT INTO items`).WithArgs(2, "b").WillReturnResult(sqlmock.NewResult(0, 1))
 			m.ExpectCommit()
@@ -197,11 +197,11 @@ func TestAdvisoryBehaviour(t *testing.T) {
 					return sqlxlock.WithXactLock(ctx, db, key, func(context.Context, *sqlx.Tx) error { panic(errBoom) }, advisory.Shared())
 				})
 			}, errBoom},
-		{"XactNotAcquired", func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, key, mock.NotAcquired, advisory.Try()) },
+		{"XactNotAcquired", func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, key, mock.XactNotAcquired, advisory.Try()) },
 			func(ctx context.Context, db *sqlx.DB) error {
 				return sqlxlock.WithXactLock(ctx, db, key, notCalled(t), advisory.Try())
 			}, advisory.ErrNotAcquired},
-		{"XactTimeout", func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, key, mock.Failed, advisory.Timeout(1)) },
+		{"XactTimeout", func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, key, mock.XactFailed, advisory.Timeout(1)) },
 			func(ctx context.Context, db *sqlx.DB) error {
 				return sqlxlock.WithXactLock(ctx, db, key, notCalled(t), advisory.Timeout(1))
 			}, advisory.ErrLockTimeout},
@@ -209,7 +209,7 @@ func TestAdvisoryBehaviour(t *testing.T) {
 			func(ctx context.Context, db *sqlx.DB) error {
 				return sqlxlock.WithSessionLock(ctx, db, key, noopConn)
 			}, nil},
-		{"SessionNotAcquired", func(m sqlmock.Sqlmock) { mock.ExpectWithSessionLock(m, key, mock.NotAcquired, advisory.Try()) },
+		{"SessionNotAcquired", func(m sqlmock.Sqlmock) { mock.ExpectWithSessionLock(m, key, mock.SessionNotAcquired, advisory.Try()) },
 			func(ctx context.Context, db *sqlx.DB) error {
 				return sqlxlock.WithSessionLock(ctx, db, key, func(context.Context, *sqlx.Conn) error {
 					t.Error("fn called")
@@ -221,7 +221,7 @@ func TestAdvisoryBehaviour(t *testing.T) {
 		}, func(ctx context.Context, db *sqlx.DB) error {
 			return sqlxlock.WithSessionLock(ctx, db, key, noopConn)
 		}, advisory.ErrLockLost},
-		{"SessionPanic", func(m sqlmock.Sqlmock) { mock.ExpectWithSessionLock(m, key, mock.Granted) },
+		{"SessionPanic", func(m sqlmock.Sqlmock) { mock.ExpectWithSessionLock(m, key, mock.SessionGranted) },
 			func(ctx context.Context, db *sqlx.DB) error {
 				return recovered(func() error {
 					return sqlxlock.WithSessionLock(ctx, db, key, func(context.Context, *sqlx.Conn) error { panic(errBoom) })

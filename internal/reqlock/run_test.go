@@ -29,7 +29,7 @@ func TestRun(t *testing.T) {
 	}{
 		{"Commit", func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, key, mock.Commit, try...) }, nil, false, true, nil},
 		{"FnError", func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, key, mock.Rollback, try...) }, errFn, false, true, errFn},
-		{"NotAcquired", func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, key, mock.NotAcquired, try...) }, nil, false, false, advisory.ErrNotAcquired},
+		{"NotAcquired", func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, key, mock.XactNotAcquired, try...) }, nil, false, false, advisory.ErrNotAcquired},
 		{"BeginFails", func(m sqlmock.Sqlmock) { m.ExpectBegin().WillReturnError(sql.ErrConnDone) }, nil, false, false, sql.ErrConnDone},
 		{"CommitFails", func(m sqlmock.Sqlmock) {
 			mock.ExpectWithXactLock(m, key, mock.Commit, try...).Commit.WillReturnError(errFn)
@@ -82,7 +82,7 @@ func TestRunContextEndedAtGrant(t *testing.T) {
 	t.Parallel()
 	key := advisory.PairKey(1, 2)
 	db, m := mock.New(t, mock.QueryMatcher(sqlmock.QueryMatcherEqual))
-	mock.ExpectWithXactLock(m, key, mock.Granted, advisory.Try())
+	mock.ExpectWithXactLock(m, key, mock.XactGranted, advisory.Try())
 	m.ExpectRollback()
 	called, err := reqlock.Run(endedCtx{context.Background()}, db, key, []advisory.Option{advisory.Try()},
 		func(context.Context, *sql.Tx) error {

@@ -24,6 +24,31 @@ type Key struct {
 	A, B   int32 // when Pair
 }
 
+// Keyer is what advisory.Key offers: its number in one of the two key
+// spaces. [KeyOf] turns it into a Key, so that advisory and mock share one
+// mapping from their key to a statement's.
+type Keyer interface {
+	Int64() (v int64, ok bool)
+	Pair() (k1, k2 int32, ok bool)
+}
+
+// KeyOf returns k as a statement needs it.
+func KeyOf[K Keyer](k K) Key {
+	if a, b, ok := k.Pair(); ok {
+		return Key{Pair: true, A: a, B: b}
+	}
+	v, _ := k.Int64()
+	return Key{Bigint: v}
+}
+
+// String renders the key as advisory.Key.String does: "42" or "1:2".
+func (k Key) String() string {
+	if k.Pair {
+		return strconv.FormatInt(int64(k.A), 10) + ":" + strconv.FormatInt(int64(k.B), 10)
+	}
+	return strconv.FormatInt(k.Bigint, 10)
+}
+
 // args renders the key as a function's argument list: "42" or "1,2".
 func (k Key) args() string {
 	if k.Pair {
@@ -114,20 +139,30 @@ func Unlock(shared bool, keys ...Key) string {
 	return perKey("SELECT 1 FROM ", "SELECT 1 FROM ", name, keys)
 }
 
-// Release returns the statement that ends a session scope on a connection
-// the scope owns: it releases key and, if key was held, every other session
-// lock as well, so that nothing the scope's function took goes back to the
-// pool. It affects one row when key was held:
+// EndScope returns the statement that ends a session scope: it releases
+// key and, when all is set and key was held, every other session lock as
+// well, so that nothing the scope's function took goes back to the pool.
+// It also tells whether the function left a transaction block open on the
+// session, since statement_timestamp() equals transaction_timestamp() only
+// in a transaction's first statement. It affects one row when key was
+// held, and two more when a transaction is open:
 //
-//	SELECT 1 WHERE CASE WHEN pg_advisory_unlock(42)
-//	THEN pg_advisory_unlock_all() IS NOT NULL ELSE false END
+//	SELECT 1 FROM generate_series(1, CASE WHEN CASE WHEN
+//	pg_advisory_unlock(42) THEN pg_advisory_unlock_all() IS NOT NULL ELSE
+//	false END THEN 1 ELSE 0 END + CASE WHEN statement_timestamp() =
+//	transaction_timestamp() THEN 0 ELSE 2 END)
 //
-// CASE fixes the order: the key's own release decides the answer before
-// anything else is released. When key was not held the session is in
-// doubt, and the caller closes it instead.
-func Release(shared bool, key Key) string {
-	return "SELECT 1 WHERE CASE WHEN " + call(unlockFn(shared), key) +
-		" THEN pg_advisory_unlock_all() IS NOT NULL ELSE false END"
+// A function's arguments are evaluated once. CASE fixes the order: the
+// key's own release decides the answer before anything else is released.
+// In a transaction that has failed, the statement fails with SQLSTATE
+// 25P02 and releases nothing.
+func EndScope(shared, all bool, key Key) string {
+	held := call(unlockFn(shared), key)
+	if all {
+		held = "CASE WHEN " + held + " THEN pg_advisory_unlock_all() IS NOT NULL ELSE false END"
+	}
+	return "SELECT 1 FROM generate_series(1, CASE WHEN " + held + " THEN 1 ELSE 0 END + " +
+		"CASE WHEN statement_timestamp() = transaction_timestamp() THEN 0 ELSE 2 END)"
 }
 
 // UnlockAll releases every session lock the session holds.

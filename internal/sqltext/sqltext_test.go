@@ -29,8 +29,13 @@ func TestStatements(t *testing.T) {
 		{"UnlockMany", sqltext.Unlock(false, big, pair),
 			"SELECT 1 FROM (VALUES (-9223372036854775808)) AS k(k) WHERE pg_advisory_unlock(k) " +
 				"UNION ALL SELECT 1 FROM (VALUES (-2147483648,7)) AS p(a,b) WHERE pg_advisory_unlock(a,b)"},
-		{"Release", sqltext.Release(false, big),
-			"SELECT 1 WHERE CASE WHEN pg_advisory_unlock(-9223372036854775808) THEN pg_advisory_unlock_all() IS NOT NULL ELSE false END"},
+		{"EndScopeAll", sqltext.EndScope(false, true, big),
+			"SELECT 1 FROM generate_series(1, CASE WHEN CASE WHEN pg_advisory_unlock(-9223372036854775808) THEN pg_advisory_unlock_all() IS NOT NULL ELSE false END THEN 1 ELSE 0 END + " +
+				"CASE WHEN statement_timestamp() = transaction_timestamp() THEN 0 ELSE 2 END)"},
+		{"EndScopeKey", sqltext.EndScope(true, false, pair),
+			"SELECT 1 FROM generate_series(1, CASE WHEN pg_advisory_unlock_shared(-2147483648,7) THEN 1 ELSE 0 END + " +
+				"CASE WHEN statement_timestamp() = transaction_timestamp() THEN 0 ELSE 2 END)"},
+		{"KeyString", big.String() + " " + pair.String(), "-9223372036854775808 -2147483648:7"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -32,10 +32,10 @@ func ExampleUnaryServerInterceptor() {
 	defer db.Close()
 	m := mock.WithQueryMatcher(sm, sqlmock.QueryMatcherEqual)
 	order42 := advisory.PairKey(7, 42)
-	mock.ExpectWithXactLock(m, order42, mock.Granted, advisory.Try())
+	mock.ExpectWithXactLock(m, order42, mock.XactGranted, advisory.Try())
 	m.ExpectExec("UPDATE orders SET paid = true WHERE id = $1").WithArgs(int64(42)).WillReturnResult(sqlmock.NewResult(0, 1))
 	m.ExpectCommit()
-	mock.ExpectWithXactLock(m, order42, mock.NotAcquired, advisory.Try()) // held elsewhere
+	mock.ExpectWithXactLock(m, order42, mock.XactNotAcquired, advisory.Try()) // held elsewhere
 
 	// The service's handler works in the call's transaction.
 	payOrder := func(ctx context.Context, req proto.Message) error {

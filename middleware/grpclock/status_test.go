@@ -119,7 +119,7 @@ func TestStatusErrorChain(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			db, m := mock.New(t, exact)
-			mock.ExpectWithXactLock(m, order42, mock.NotAcquired, advisory.Try())
+			mock.ExpectWithXactLock(m, order42, mock.XactNotAcquired, advisory.Try())
 			var outer error // what an interceptor further out saw
 			record := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 				resp, err := h(ctx, req)

@@ -21,7 +21,7 @@ import (
 func TestStreamOutcomes(t *testing.T) {
 	t.Parallel()
 	try := advisory.Try()
-	granted := func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, order42, mock.Granted, try); expectUpdate42(m) }
+	granted := func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, order42, mock.XactGranted, try); expectUpdate42(m) }
 	tests := []struct {
 		name       string
 		md         []string
@@ -44,7 +44,7 @@ func TestStreamOutcomes(t *testing.T) {
 		},
 		{
 			name: "NotAcquired", md: []string{"x-order-id", "42"},
-			expect:   func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, order42, mock.NotAcquired, try) },
+			expect:   func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, order42, mock.XactNotAcquired, try) },
 			wantCode: codes.Aborted,
 		},
 		{
@@ -132,7 +132,7 @@ func order42Stream() *fakeStream {
 func TestStreamPanic(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, exact)
-	mock.ExpectWithXactLock(m, order42, mock.Granted, advisory.Try())
+	mock.ExpectWithXactLock(m, order42, mock.XactGranted, advisory.Try())
 	expectUpdate42(m)
 	m.ExpectRollback()
 	interceptor := grpclock.StreamServerInterceptor(db, grpclock.MetadataIDKey(ordersNS, "x-order-id"))

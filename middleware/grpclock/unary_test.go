@@ -24,7 +24,7 @@ func TestUnaryOutcomes(t *testing.T) {
 	t.Parallel()
 	errClosed := status.Error(codes.FailedPrecondition, "order closed")
 	try := advisory.Try()
-	granted := func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, order42, mock.Granted, try); expectUpdate42(m) }
+	granted := func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, order42, mock.XactGranted, try); expectUpdate42(m) }
 	tests := []struct {
 		name       string
 		opts       []grpclock.Option
@@ -44,7 +44,7 @@ func TestUnaryOutcomes(t *testing.T) {
 		{
 			name: "StringField", method: methodRename, req: wrapperspb.String("acme"),
 			expect: func(m sqlmock.Sqlmock) {
-				mock.ExpectWithXactLock(m, advisory.NameKey(ordersNS, "acme"), mock.Granted, try)
+				mock.ExpectWithXactLock(m, advisory.NameKey(ordersNS, "acme"), mock.XactGranted, try)
 				expectUpdate42(m)
 				m.ExpectCommit()
 			},
@@ -57,14 +57,14 @@ func TestUnaryOutcomes(t *testing.T) {
 		},
 		{
 			name: "NotAcquired", method: methodPay, req: wrapperspb.Int64(42),
-			expect:   func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, order42, mock.NotAcquired, try) },
+			expect:   func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, order42, mock.XactNotAcquired, try) },
 			wantCode: codes.Aborted, wantMsg: "grpclock: resource busy: another call holds its lock; retry later",
 		},
 		{
 			name: "WaitExpires", method: methodPay, req: wrapperspb.Int64(42),
 			opts: []grpclock.Option{grpclock.Wait(1500 * time.Millisecond)},
 			expect: func(m sqlmock.Sqlmock) {
-				mock.ExpectWithXactLock(m, order42, mock.Failed, advisory.Timeout(1500*time.Millisecond)) // 55P03
+				mock.ExpectWithXactLock(m, order42, mock.XactFailed, advisory.Timeout(1500*time.Millisecond)) // 55P03
 			},
 			wantCode: codes.Aborted,
 		},
@@ -72,7 +72,7 @@ func TestUnaryOutcomes(t *testing.T) {
 			name: "WaitGranted", method: methodPay, req: wrapperspb.Int64(42),
 			opts: []grpclock.Option{grpclock.Wait(1500 * time.Millisecond)},
 			expect: func(m sqlmock.Sqlmock) {
-				mock.ExpectWithXactLock(m, order42, mock.Granted, advisory.Timeout(1500*time.Millisecond))
+				mock.ExpectWithXactLock(m, order42, mock.XactGranted, advisory.Timeout(1500*time.Millisecond))
 				expectUpdate42(m)
 				m.ExpectCommit()
 			},
@@ -106,14 +106,14 @@ func TestUnaryOutcomes(t *testing.T) {
 		{
 			name: "LockAdminShutdown", method: methodPay, req: wrapperspb.Int64(42),
 			expect: func(m sqlmock.Sqlmock) {
-				mock.ExpectWithXactLock(m, order42, mock.Failed, try).Lock.WillReturnError(mock.ServerError("57P01"))
+				mock.ExpectWithXactLock(m, order42, mock.XactFailed, try).Lock.WillReturnError(mock.ServerError("57P01"))
 			},
 			wantCode: codes.Unavailable,
 		},
 		{
 			name: "LockOtherError", method: methodPay, req: wrapperspb.Int64(42),
 			expect: func(m sqlmock.Sqlmock) {
-				mock.ExpectWithXactLock(m, order42, mock.Failed, try).Lock.WillReturnError(errSecret)
+				mock.ExpectWithXactLock(m, order42, mock.XactFailed, try).Lock.WillReturnError(errSecret)
 			},
 			wantCode: codes.Internal, wantMsg: "grpclock: internal error",
 		},

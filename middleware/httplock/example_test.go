@@ -62,7 +62,7 @@ func pay(w http.ResponseWriter, r *http.Request) {
 func ExampleXactLock() {
 	db, m := exampleDB()
 	defer db.Close()
-	mock.ExpectWithXactLock(m, exampleOrder42, mock.Granted, advisory.Try())
+	mock.ExpectWithXactLock(m, exampleOrder42, mock.XactGranted, advisory.Try())
 	m.ExpectExec("UPDATE orders SET paid = true WHERE id = $1").WithArgs("42").WillReturnResult(sqlmock.NewResult(0, 1))
 	m.ExpectCommit()
 
@@ -83,7 +83,7 @@ func ExampleXactLock() {
 func ExampleXactLock_conflict() {
 	db, m := exampleDB()
 	defer db.Close()
-	mock.ExpectWithXactLock(m, exampleOrder42, mock.NotAcquired, advisory.Try()) // another session holds (7, 42)
+	mock.ExpectWithXactLock(m, exampleOrder42, mock.XactNotAcquired, advisory.Try()) // another session holds (7, 42)
 
 	mux := http.NewServeMux()
 	mux.Handle("POST /orders/{id}/pay", httplock.XactLock(db, httplock.PathKey(7, "id"))(http.HandlerFunc(pay)))
@@ -100,7 +100,7 @@ func ExampleXactLock_conflict() {
 func ExampleXactLock_chi() {
 	db, m := exampleDB()
 	defer db.Close()
-	mock.ExpectWithXactLock(m, exampleOrder42, mock.Granted, advisory.Try())
+	mock.ExpectWithXactLock(m, exampleOrder42, mock.XactGranted, advisory.Try())
 	m.ExpectExec("UPDATE orders SET paid = true WHERE id = $1").WithArgs("42").WillReturnResult(sqlmock.NewResult(0, 1))
 	m.ExpectCommit()
 
@@ -117,7 +117,7 @@ func ExampleXactLock_chi() {
 func ExampleXactLock_gorillaMux() {
 	db, m := exampleDB()
 	defer db.Close()
-	mock.ExpectWithXactLock(m, exampleOrder42, mock.Granted, advisory.Try())
+	mock.ExpectWithXactLock(m, exampleOrder42, mock.XactGranted, advisory.Try())
 	m.ExpectExec("UPDATE orders SET paid = true WHERE id = $1").WithArgs("42").WillReturnResult(sqlmock.NewResult(0, 1))
 	m.ExpectCommit()
 
@@ -145,7 +145,7 @@ func ExampleXactLock_gorillaMux() {
 func ExampleTxFromContext() {
 	db, m := exampleDB()
 	defer db.Close()
-	mock.ExpectWithXactLock(m, exampleOrder42, mock.Granted, advisory.Try())
+	mock.ExpectWithXactLock(m, exampleOrder42, mock.XactGranted, advisory.Try())
 	m.ExpectExec("INSERT INTO refunds (order_id) VALUES ($1)").WithArgs("42").WillReturnResult(sqlmock.NewResult(0, 1))
 	m.ExpectRollback()
 
@@ -193,7 +193,7 @@ func ExamplePathNameKey() {
 func ExampleErrorHandler() {
 	db, m := exampleDB()
 	defer db.Close()
-	mock.ExpectWithXactLock(m, exampleOrder42, mock.NotAcquired, advisory.Try())
+	mock.ExpectWithXactLock(m, exampleOrder42, mock.XactNotAcquired, advisory.Try())
 
 	apiError := func(w http.ResponseWriter, r *http.Request, err error) {
 		status, msg := http.StatusInternalServerError, "internal error"
@@ -228,7 +228,7 @@ func ExampleErrorHandler() {
 func ExampleErrorResponse() {
 	db, m := exampleDB()
 	defer db.Close()
-	mock.ExpectWithXactLock(m, exampleOrder42, mock.NotAcquired, advisory.Try())
+	mock.ExpectWithXactLock(m, exampleOrder42, mock.XactNotAcquired, advisory.Try())
 
 	lock := httplock.XactLock(db, httplock.PathKey(7, "id"),
 		httplock.ErrorResponse(advisory.ErrNotAcquired, http.StatusLocked, "order is being changed"))

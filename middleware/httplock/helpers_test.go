@@ -35,7 +35,7 @@ func affected(n int64) sql.Result { return sqlmock.NewResult(0, n) }
 // expectLocked expects the begin and the try-lock on order 42 that a
 // request for /orders/42 sends, granted; the test lays down the rest.
 func expectLocked(m sqlmock.Sqlmock) {
-	mock.ExpectWithXactLock(m, order42, mock.Granted, advisory.Try())
+	mock.ExpectWithXactLock(m, order42, mock.XactGranted, advisory.Try())
 }
 
 // ordersMux routes /orders/{id} through mw to h, as an application would.

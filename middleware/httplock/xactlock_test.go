@@ -27,7 +27,7 @@ func TestXactLockOutcomes(t *testing.T) {
 			http.Error(w, "handler says "+http.StatusText(code), code)
 		}
 	}
-	busy := func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, order42, mock.NotAcquired, advisory.Try()) }
+	busy := func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, order42, mock.XactNotAcquired, advisory.Try()) }
 	tests := []struct {
 		name       string
 		path       string
@@ -105,14 +105,14 @@ func TestXactLockOutcomes(t *testing.T) {
 		{
 			name: "LockAdminShutdown", path: "/orders/42", handler: ok,
 			expect: func(m sqlmock.Sqlmock) {
-				mock.ExpectWithXactLock(m, order42, mock.Failed, advisory.Try()).Lock.WillReturnError(mock.ServerError("57P01"))
+				mock.ExpectWithXactLock(m, order42, mock.XactFailed, advisory.Try()).Lock.WillReturnError(mock.ServerError("57P01"))
 			},
 			wantStatus: 503, wantBody: "service unavailable\n",
 		},
 		{
 			name: "LockOtherError", path: "/orders/42", handler: ok,
 			expect: func(m sqlmock.Sqlmock) {
-				mock.ExpectWithXactLock(m, order42, mock.Failed, advisory.Try()).Lock.WillReturnError(errSecret)
+				mock.ExpectWithXactLock(m, order42, mock.XactFailed, advisory.Try()).Lock.WillReturnError(errSecret)
 			},
 			wantStatus: 500, wantBody: "internal server error\n",
 		},
@@ -155,7 +155,7 @@ func TestXactLockOutcomes(t *testing.T) {
 			name: "WaitExpires", path: "/orders/42", handler: ok,
 			opts: []httplock.Option{httplock.Wait(1500 * time.Millisecond)},
 			expect: func(m sqlmock.Sqlmock) {
-				mock.ExpectWithXactLock(m, order42, mock.Failed, advisory.Timeout(1500*time.Millisecond)) // 55P03
+				mock.ExpectWithXactLock(m, order42, mock.XactFailed, advisory.Timeout(1500*time.Millisecond)) // 55P03
 			},
 			wantStatus: 409, wantBody: "conflict: resource busy, retry later\n",
 			wantHeader: http.Header{"Retry-After": {"1"}},
@@ -183,7 +183,7 @@ func TestXactLockOutcomes(t *testing.T) {
 			name: "ErrorResponseCatchAll", path: "/orders/42", handler: ok,
 			opts: []httplock.Option{httplock.ErrorResponse(nil, http.StatusBadGateway, "upstream trouble")},
 			expect: func(m sqlmock.Sqlmock) {
-				mock.ExpectWithXactLock(m, order42, mock.Failed, advisory.Try()).Lock.WillReturnError(errSecret)
+				mock.ExpectWithXactLock(m, order42, mock.XactFailed, advisory.Try()).Lock.WillReturnError(errSecret)
 			},
 			wantStatus: 502, wantBody: "upstream trouble\n",
 		},
@@ -254,7 +254,7 @@ func TestXactLockErrorHandler(t *testing.T) {
 	}{
 		{"BadKey", "/orders/-", func(sqlmock.Sqlmock) {}, httplock.ErrBadKey},
 		{"NotAcquired", "/orders/42", func(m sqlmock.Sqlmock) {
-			mock.ExpectWithXactLock(m, order42, mock.NotAcquired, advisory.Try())
+			mock.ExpectWithXactLock(m, order42, mock.XactNotAcquired, advisory.Try())
 		}, advisory.ErrNotAcquired},
 		{"Unavailable", "/orders/42", func(m sqlmock.Sqlmock) {
 			m.ExpectBegin().WillReturnError(sql.ErrConnDone)
@@ -264,7 +264,7 @@ func TestXactLockErrorHandler(t *testing.T) {
 			m.ExpectCommit().WillReturnError(errSecret)
 		}, httplock.ErrCommit},
 		{"Other", "/orders/42", func(m sqlmock.Sqlmock) {
-			mock.ExpectWithXactLock(m, order42, mock.Failed, advisory.Try()).Lock.WillReturnError(errSecret)
+			mock.ExpectWithXactLock(m, order42, mock.XactFailed, advisory.Try()).Lock.WillReturnError(errSecret)
 		}, errSecret},
 	}
 	for _, tt := range tests {

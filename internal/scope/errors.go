@@ -1,0 +1,161 @@
+package scope
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+)
+
+// The sentinels that package advisory exports under the same names; see
+// their documentation there.
+var (
+	ErrNotAcquired   = errors.New("advisory: lock not acquired")
+	ErrLockTimeout   = errors.New("advisory: lock wait timed out")
+	ErrDeadlock      = errors.New("advisory: deadlock detected")
+	ErrNotHeld       = errors.New("advisory: lock not held")
+	ErrLockLost      = errors.New("advisory: lock lost")
+	ErrLockTableFull = errors.New("advisory: lock table full; raise max_locks_per_transaction")
+)
+
+// Errors for bad arguments.
+var (
+	ErrNilConn = errors.New("advisory: nil *sql.Conn")
+	ErrNilTx   = errors.New("advisory: nil *sql.Tx")
+	ErrNilDB   = errors.New("advisory: nil *sql.DB")
+	ErrNilFunc = errors.New("advisory: nil fn")
+	ErrNoKeys  = errors.New("advisory: no keys given")
+)
+
+// errTxLeftOpen is reported when a session scope's fn returned with a
+// transaction still open on its connection.
+var errTxLeftOpen = errors.New("advisory: fn returned with a transaction still open on conn; " +
+	"the session was closed to release the lock, and the connection is freed when that transaction ends")
+
+// SQLState returns the SQLSTATE of the first error in err's tree that
+// carries one, whatever the driver, or "".
+func SQLState(err error) string {
+	var e interface{ SQLState() string }
+	if errors.As(err, &e) {
+		return e.SQLState()
+	}
+	return ""
+}
+
+// OpError is a failed lock operation: what was done, to which keys, the
+// class of failure, and the cause. It matches Kind and Err with errors.Is
+// and errors.As.
+type OpError struct {
+	Op   string // "lock", "try lock", "unlock", ...
+	Keys string // "42", "[1:2 42]" or ""
+	Kind error  // one of the sentinels, a context error, or nil
+	Err  error  // the driver's error, or nil
+}
+
+func (e *OpError) Error() string {
+	var b strings.Builder
+	b.WriteString("advisory: ")
+	b.WriteString(e.Op)
+	if e.Keys != "" {
+		b.WriteString(" ")
+		b.WriteString(e.Keys)
+	}
+	if e.Kind != nil {
+		b.WriteString(": ")
+		b.WriteString(strings.TrimPrefix(e.Kind.Error(), "advisory: "))
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns Kind and Err, those that are set.
+func (e *OpError) Unwrap() []error {
+	errs := make([]error, 0, 2)
+	if e.Kind != nil {
+		errs = append(errs, e.Kind)
+	}
+	if e.Err != nil {
+		errs = append(errs, e.Err)
+	}
+	return errs
+}
+
+// Fail classifies err, which came from operation op on keys under ctx.
+// Server errors map to the sentinels by SQLSTATE; anything else that
+// happened while ctx was done also reports ctx's error.
+func Fail(ctx context.Context, op, keys string, err error) error {
+	e := &OpError{Op: op, Keys: keys, Err: err}
+	switch SQLState(err) {
+	case "55P03":
+		e.Kind = ErrLockTimeout
+	case "40P01":
+		e.Kind = ErrDeadlock
+	case "53200":
+		e.Kind = ErrLockTableFull
+	}
+	if ctxErr := ctx.Err(); e.Kind == nil && ctxErr != nil {
+		e.Kind = ctxErr
+		if err == ctxErr {
+			e.Err = nil
+		}
+	}
+	return e
+}
+
+// FailWait classifies err, which came from a lock wait, as Fail does, and
+// also reports a wait that the server cancelled while ctx was still live
+// (SQLSTATE 57014, as a statement_timeout shorter than the wait gives) as
+// [ErrLockTimeout]: to the caller, the server bounded the wait.
+func FailWait(ctx context.Context, op, keys string, err error) error {
+	if SQLState(err) == "57014" && ctx.Err() == nil {
+		return FailKind(op, keys, ErrLockTimeout, err)
+	}
+	return Fail(ctx, op, keys, err)
+}
+
+// FailKind reports a failure whose class is already known.
+func FailKind(op, keys string, kind, err error) error {
+	return &OpError{Op: op, Keys: keys, Kind: kind, Err: err}
+}
+
+// KeyList renders keys for an error message: "42", "[1:2 42]", or, for a
+// long list, its first keys and how many more there are.
+func KeyList(keys []sqltext.Key) string {
+	const most = 8
+	if len(keys) == 1 {
+		return keys[0].String()
+	}
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if i == most {
+			b.WriteString("and ")
+			b.WriteString(strconv.Itoa(len(keys) - most))
+			b.WriteString(" more")
+			break
+		}
+		b.WriteString(k.String())
+	}
+	b.WriteByte(']')
+	return b.String()
+}
+
+// Join returns err itself when extra is nil, so that a caller can still
+// compare fn's error with ==, and both otherwise.
+func Join(err, extra error) error {
+	switch {
+	case extra == nil:
+		return err
+	case err == nil:
+		return extra
+	}
+	return errors.Join(err, extra)
+}

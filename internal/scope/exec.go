@@ -1,0 +1,116 @@
+package scope
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"time"
+
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+)
+
+// Execer is what *sql.Conn and *sql.Tx have in common.
+type Execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// Run sends one statement and returns how many rows it affected, which is
+// how every boolean answer comes back (see internal/sqltext). A nil error
+// while ctx is done is not trusted: a driver can report success for a wait
+// whose context expired as it ended, after it dropped the session, so Run
+// reports ctx's error instead.
+func Run(ctx context.Context, e Execer, query string) (int64, error) {
+	res, err := e.ExecContext(ctx, query)
+	if err == nil {
+		if err = ctx.Err(); err == nil {
+			return res.RowsAffected()
+		}
+	}
+	return 0, err
+}
+
+// Discard closes the session behind conn instead of returning it to the
+// pool, so that any lock it may hold ends with it. Closing a *sql.Conn
+// would return the session, locks and all; only a Raw callback that reports
+// driver.ErrBadConn makes database/sql close the driver connection. After
+// Discard, conn reports sql.ErrConnDone. Discard waits for a transaction
+// open on conn to end; see [CloseDriverConn] for a session whose
+// transaction may never end.
+func Discard(conn *sql.Conn) {
+	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+}
+
+// CloseDriverConn closes the driver's connection under conn at once, so
+// that the server ends the session and releases its locks, without waiting
+// for a transaction that is open on conn: database/sql would wait for it
+// before closing. The *sql.Conn itself is then discarded on a goroutine
+// that ends when that transaction ends.
+func CloseDriverConn(conn *sql.Conn) {
+	_ = conn.Raw(func(dc any) error {
+		if c, ok := dc.(driver.Conn); ok {
+			_ = c.Close()
+		}
+		return nil
+	})
+	go Discard(conn)
+}
+
+// ReleaseTimeout bounds a release that runs after the caller's context
+// was cancelled.
+const ReleaseTimeout = 10 * time.Second
+
+// ReleaseContext returns a context for releasing locks: it keeps ctx's
+// values but not its cancellation, so a cancelled caller still releases,
+// and it ends after ReleaseTimeout.
+func ReleaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
+}
+
+// Acquire sends stmt, which takes keys on conn as operation op, and
+// reports whether a try took them. On any error the session is discarded,
+// since a grant may have raced the failure.
+func Acquire(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, stmt string) (bool, error) {
+	if conn == nil {
+		return false, ErrNilConn
+	}
+	n, err := Run(ctx, conn, stmt)
+	if err != nil {
+		Discard(conn)
+		return false, FailWait(ctx, op, KeyList(keys), err)
+	}
+	return n > 0, nil
+}
+
+// Release sends stmt, which releases keys on conn as operation op, and
+// expects one row per key. A failure or a key that was not held discards
+// the session, since what it holds is then in doubt.
+func Release(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, stmt string) error {
+	if conn == nil {
+		return ErrNilConn
+	}
+	rctx, cancel := ReleaseContext(ctx)
+	defer cancel()
+	n, err := Run(rctx, conn, stmt)
+	switch {
+	case err != nil:
+		Discard(conn)
+		return Fail(rctx, op, KeyList(keys), err)
+	case n != int64(len(keys)):
+		Discard(conn)
+		return FailKind(op, KeyList(keys), ErrNotHeld, nil)
+	}
+	return nil
+}
+
+// XactAcquire sends stmt, which takes keys in tx as operation op, and
+// reports whether a try took them.
+func XactAcquire(ctx context.Context, tx *sql.Tx, op string, keys []sqltext.Key, stmt string) (bool, error) {
+	if tx == nil {
+		return false, ErrNilTx
+	}
+	n, err := Run(ctx, tx, stmt)
+	if err != nil {
+		return false, FailWait(ctx, op, KeyList(keys), err)
+	}
+	return n > 0, nil
+}

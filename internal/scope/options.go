@@ -1,0 +1,87 @@
+package scope
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+)
+
+// Options are the settings of a scoped helper, as advisory's options set
+// them.
+type Options struct {
+	Try     bool          // give up at once when the key is held
+	Bounded bool          // Timeout was given
+	Timeout time.Duration // the bound, when Bounded
+	Shared  bool          // a shared lock rather than an exclusive one
+	TxOpts  *sql.TxOptions
+}
+
+// ErrBadOption is wrapped by every error about an option's value.
+var ErrBadOption = errors.New("advisory: bad option")
+
+// Parse applies opts, in order, to the zero Options and checks the result.
+// Nil options are skipped.
+func Parse[O ~func(*Options)](opts []O) (Options, error) {
+	var o Options
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	switch {
+	case o.Bounded && o.Timeout <= 0:
+		return o, fmt.Errorf("%w: Timeout(%v) must be positive", ErrBadOption, o.Timeout)
+	case o.TimeoutMillis() > math.MaxInt32:
+		return o, fmt.Errorf("%w: Timeout(%v) exceeds the server's limit of %d ms", ErrBadOption, o.Timeout, math.MaxInt32)
+	case o.Try && o.Bounded:
+		return o, fmt.Errorf("%w: Try and Timeout cannot be combined", ErrBadOption)
+	}
+	return o, nil
+}
+
+// TimeoutMillis rounds the timeout up to whole milliseconds, the unit of
+// lock_timeout.
+func (o *Options) TimeoutMillis() int64 {
+	return int64((o.Timeout + time.Millisecond - 1) / time.Millisecond)
+}
+
+// LockStatement returns the statement that takes key as o says, in a
+// transaction (xact) or a session, and the operation's name for errors.
+func (o *Options) LockStatement(xact bool, key sqltext.Key) (op, stmt string) {
+	op = "lock"
+	if xact {
+		op = "xact lock"
+	}
+	if o.Try {
+		op = "try " + op
+	}
+	if o.Shared {
+		op += " shared"
+	}
+	switch {
+	case o.Try:
+		return op, sqltext.TryLock(xact, o.Shared, key)
+	case o.Bounded:
+		return op, sqltext.LockTimeout(xact, o.Shared, key, o.TimeoutMillis())
+	}
+	return op, sqltext.Lock(xact, o.Shared, key)
+}
+
+// UnlockOp names the release of a session lock taken as o says.
+func (o *Options) UnlockOp() string {
+	if o.Shared {
+		return "unlock shared"
+	}
+	return "unlock"
+}
+
+// EndStatement returns the statement that ends a session scope on key:
+// see [sqltext.EndScope]. owned says the scope took its connection for
+// itself, and so releases every session lock on it.
+func (o *Options) EndStatement(key sqltext.Key, owned bool) string {
+	return sqltext.EndScope(o.Shared, owned, key)
+}

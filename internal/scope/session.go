@@ -1,0 +1,103 @@
+package scope
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+)
+
+// Session runs a session scope on conn: it takes key as o says, runs fn
+// with a context that ends when fn returns, and ends the scope with one
+// statement that releases key (every session lock, when owned) and finds
+// out whether fn left a transaction open. When owned, the scope took conn
+// for itself and closes it at the end, which returns the session to the
+// pool unless it was discarded.
+//
+// The scope reports success only when fn returned nil and key was still
+// held when fn returned, so fn ran under the lock for its whole length. A
+// panic in fn releases the lock before the panic goes on, whenever the
+// session still answers.
+func Session(ctx context.Context, conn *sql.Conn, key sqltext.Key, fn func(context.Context, *sql.Conn) error, o *Options, owned bool) error {
+	op, stmt := o.LockStatement(false, key)
+	acquired, err := Acquire(ctx, conn, op, []sqltext.Key{key}, stmt)
+	if err == nil && o.Try && !acquired {
+		err = FailKind(op, key.String(), ErrNotAcquired, nil)
+	}
+	if err != nil {
+		if owned {
+			_ = conn.Close()
+		}
+		return err
+	}
+
+	// fn's context ends when fn returns, so that database/sql rolls back
+	// a transaction fn began on it and left open.
+	fnCtx, cancelFn := context.WithCancel(ctx)
+	e := sessionEnd{conn: conn, key: key, o: o, owned: owned, cancelFn: cancelFn}
+	finished := false
+	defer func() {
+		if !finished {
+			// fn panicked or called runtime.Goexit: release now, so
+			// that the lock is gone before the panic goes on.
+			e.run(ctx, true)
+		}
+	}()
+	fnErr := fn(fnCtx, conn)
+	finished = true
+	// A context that ended while fn ran may have dropped the session, or
+	// left a cancel in flight that could hit its next user.
+	return Join(fnErr, e.run(ctx, ctx.Err() != nil))
+}
+
+// sessionEnd ends a session scope.
+type sessionEnd struct {
+	conn     *sql.Conn
+	key      sqltext.Key
+	o        *Options
+	owned    bool
+	cancelFn context.CancelFunc
+}
+
+// run releases the scope's lock and closes or discards its connection. It
+// reports ErrLockLost when the lock could not be confirmed held, and
+// errTxLeftOpen when fn left a transaction open. With discard set, the
+// session is closed even after a clean release.
+func (e *sessionEnd) run(ctx context.Context, discard bool) error {
+	rctx, cancel := ReleaseContext(ctx)
+	defer cancel()
+	n, err := Run(rctx, e.conn, e.o.EndStatement(e.key, e.owned))
+	// Only now end fn's context: the statement above must still see a
+	// transaction fn left open on it, and database/sql rolls that back
+	// once fn's context ends.
+	e.cancelFn()
+	op, keys := e.o.UnlockOp(), e.key.String()
+	switch {
+	case err == nil && n == 1:
+		if discard {
+			Discard(e.conn)
+		}
+		e.close()
+		return nil
+	case err == nil && n >= 2, SQLState(err) == "25P02":
+		// A transaction is open on conn: database/sql cannot close the
+		// connection until it ends, which may be never. In a failed
+		// transaction the release did not run, so end the session now.
+		CloseDriverConn(e.conn)
+		return FailKind(op, keys, errTxLeftOpen, err)
+	case err == nil:
+		Discard(e.conn)
+		e.close()
+		return FailKind(op, keys, ErrLockLost, nil)
+	}
+	Discard(e.conn)
+	e.close()
+	return FailKind(op, keys, ErrLockLost, err)
+}
+
+// close closes a connection the scope owns.
+func (e *sessionEnd) close() {
+	if e.owned {
+		_ = e.conn.Close()
+	}
+}

@@ -1,0 +1,125 @@
+package scope
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+)
+
+// Xact runs a transaction scope on tx, which it takes over: it takes key
+// as o says, runs fn with a context that carries the scope (for
+// [TxFromContext] and [CommitEarly]), and commits if fn returns nil, or
+// rolls back otherwise. Nothing is committed once ctx has ended. A panic
+// in fn rolls back before it goes on.
+func Xact(ctx context.Context, tx *sql.Tx, key sqltext.Key, fn func(context.Context, *sql.Tx) error, o *Options) error {
+	finished := false
+	defer func() {
+		// fn panicked or called runtime.Goexit: the panic goes on, with
+		// its own stack, after the rollback.
+		if !finished {
+			_ = tx.Rollback()
+		}
+	}()
+
+	op, stmt := o.LockStatement(true, key)
+	acquired, err := XactAcquire(ctx, tx, op, []sqltext.Key{key}, stmt)
+	if err == nil && o.Try && !acquired {
+		err = FailKind(op, key.String(), ErrNotAcquired, nil)
+	}
+	if err != nil {
+		finished = true
+		return Join(err, Rollback(tx))
+	}
+
+	s := &xactScope{tx: tx, owned: true}
+	err = fn(context.WithValue(ctx, xactScopeKey{}, s), tx)
+	finished = true
+	if early, commitErr := s.outcome(); early {
+		return Join(err, commitErr)
+	}
+	if err != nil {
+		return Join(err, Rollback(tx))
+	}
+	return commit(ctx, tx)
+}
+
+// commit commits tx unless ctx has ended. database/sql rolls back a
+// transaction whose context ended, but from a goroutine of its own, so a
+// commit could still win that race; here the rollback wins every time.
+func commit(ctx context.Context, tx *sql.Tx) error {
+	if err := ctx.Err(); err != nil {
+		_ = tx.Rollback()
+		return Fail(ctx, "commit", "", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return Fail(ctx, "commit", "", err)
+	}
+	return nil
+}
+
+// Rollback ends tx, reporting only a failure that says something: a
+// transaction that ctx or fn already ended is not one.
+func Rollback(tx *sql.Tx) error {
+	if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+		return fmt.Errorf("advisory: rollback: %w", err)
+	}
+	return nil
+}
+
+// xactScope is what a transaction scope keeps in its fn's context: the
+// transaction, and whether fn committed it early.
+type xactScope struct {
+	tx    *sql.Tx
+	owned bool // made by a scope, which reads the outcome
+
+	mu        sync.Mutex
+	committed bool  // CommitEarly ran
+	err       error // and returned this
+}
+
+type xactScopeKey struct{}
+
+// outcome reports whether CommitEarly ran, and what it returned.
+func (s *xactScope) outcome() (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.committed, s.err
+}
+
+// ErrNoScope is returned by CommitEarly outside a transaction scope's fn.
+var ErrNoScope = errors.New("advisory: CommitEarly called outside the fn of WithXactLock")
+
+// NewTxContext returns a copy of ctx that carries tx for [TxFromContext],
+// in a scope that [CommitEarly] refuses.
+func NewTxContext(ctx context.Context, tx *sql.Tx) context.Context {
+	return context.WithValue(ctx, xactScopeKey{}, &xactScope{tx: tx})
+}
+
+// TxFromContext returns the transaction of the scope in ctx, if any.
+func TxFromContext(ctx context.Context) (*sql.Tx, bool) {
+	s, ok := ctx.Value(xactScopeKey{}).(*xactScope)
+	if !ok || s.tx == nil {
+		return nil, false
+	}
+	return s.tx, true
+}
+
+// CommitEarly commits the transaction of the scope whose fn received ctx,
+// once; later calls return the first result.
+func CommitEarly(ctx context.Context) error {
+	s, ok := ctx.Value(xactScopeKey{}).(*xactScope)
+	if !ok || !s.owned {
+		return ErrNoScope
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.committed {
+		s.committed = true
+		s.err = commit(ctx, s.tx)
+	}
+	return s.err
+}
