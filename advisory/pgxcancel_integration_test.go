@@ -1,0 +1,80 @@
+package advisory_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+)
+
+// What a cancelled wait leaves on the server, as docs/concepts.md states it:
+// every driver tells the server to stop waiting. lib/pq sends a
+// CancelRequest; pgx by default closes the connection, sending a
+// CancelRequest and then Terminate as it does (pgconn.asyncClose); pgx in
+// its cancel-request mode sends a CancelRequest and keeps the session. A
+// backend blocked in pg_advisory_lock does not read its socket, so without
+// the CancelRequest it would wait for as long as the holder holds the key.
+
+// cancelledWaits is how many cancelled waits each driver is checked with.
+const cancelledWaits = 10
+
+// cancelledWaitBound bounds how long a backend may go on waiting after its
+// client cancelled. It is generous, for a loaded machine: the server stops
+// within milliseconds, and without a CancelRequest it would not stop at
+// all while the holder keeps the key.
+const cancelledWaitBound = 5 * time.Second
+
+func TestCancelledWaitEndsOnServerIntegration(t *testing.T) {
+	pgtest.EachDriver(t, pgAllDrivers, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		keys := newPGKeys()
+		holder := pgConn(t, tg.DB)
+		var took []time.Duration
+		for i := range cancelledWaits {
+			k := keys.next()
+			if err := advisory.Lock(ctx, holder, k); err != nil {
+				t.Fatalf("wait %d: holder: Lock(%s): %v", i, k, err)
+			}
+			waiter := pgConn(t, tg.DB)
+			pid := pgPID(t, waiter)
+			_, err := pgEndWhileWaiting(t, tg.DB, pid, k, context.Canceled, func(wctx context.Context) error {
+				return advisory.Lock(wctx, waiter, k)
+			})
+			cancelled := time.Now()
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("wait %d: Lock cancelled while it waits = %v; want an error wrapping context.Canceled", i, err)
+			}
+
+			// The holder keeps the key throughout: only a CancelRequest
+			// can end the wait now.
+			var still []pgLock
+			for {
+				locks, err := pgQueryLocksOfKey(ctx, tg.DB, k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				still = slices.DeleteFunc(locks, func(l pgLock) bool { return l.granted })
+				if len(still) == 0 || time.Since(cancelled) > cancelledWaitBound {
+					break
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+			if len(still) > 0 {
+				t.Fatalf("wait %d: %v after the cancel, the server still waits for %s: %v", i, cancelledWaitBound, k, still)
+			}
+			took = append(took, time.Since(cancelled))
+			pgRequireHolds(t, tg.DB, pgPID(t, holder), k, false)
+			if err := advisory.Unlock(ctx, holder, k); err != nil {
+				t.Fatalf("wait %d: holder: Unlock(%s): %v", i, k, err)
+			}
+			pgRequireFree(t, tg.DB, k)
+		}
+		slices.Sort(took)
+		t.Logf("%d cancelled waits: the server stopped waiting within %v (median), %v (max)", len(took), took[len(took)/2], took[len(took)-1])
+	})
+}
