@@ -11,55 +11,126 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// TestRun runs the program's core on every server and driver and checks
-// that every job ran exactly once, by the database's count.
-func TestRun(t *testing.T) {
+// proof is what the database says after a run. A run is correct when every
+// job has exactly one execution, by the worker named in done_by.
+type proof struct {
+	Jobs      int // rows in jobs
+	Runs      int // rows in runs: one per execution
+	Undone    int // jobs with no done_by
+	NotOnce   int // jobs whose execution count is not exactly 1
+	Mismatch  int // jobs whose execution was by another worker than done_by
+	DoneTotal int // executions the workers counted
+}
+
+// ok reports whether every job ran exactly once.
+func (p proof) ok() bool {
+	return p.Runs == p.Jobs && p.Undone == 0 && p.NotOnce == 0 && p.Mismatch == 0 && p.DoneTotal == p.Jobs
+}
+
+// prove counts, in the database, how often each job ran.
+func prove(t *testing.T, ctx context.Context, j *jobs) proof {
+	t.Helper()
+	var p proof
+	q := `SELECT
+		(SELECT count(*) FROM ` + j.t("jobs") + `),
+		(SELECT count(*) FROM ` + j.t("runs") + `),
+		(SELECT count(*) FROM ` + j.t("jobs") + ` WHERE done_by IS NULL),
+		(SELECT count(*) FROM ` + j.t("jobs") + ` j
+			WHERE (SELECT count(*) FROM ` + j.t("runs") + ` r WHERE r.job_id = j.id) <> 1),
+		(SELECT count(*) FROM ` + j.t("jobs") + ` j
+			WHERE EXISTS (SELECT FROM ` + j.t("runs") + ` r WHERE r.job_id = j.id AND r.worker IS DISTINCT FROM j.done_by))`
+	if err := j.db.QueryRowContext(ctx, q).Scan(&p.Jobs, &p.Runs, &p.Undone, &p.NotOnce, &p.Mismatch); err != nil {
+		t.Fatalf("check the runs: %v", err)
+	}
+	return p
+}
+
+// TestWorkers runs the workers on every server and driver and checks, by
+// the database's count, that every job ran exactly once, by the worker
+// that marked it done, and as often as the workers say.
+func TestWorkers(t *testing.T) {
 	t.Parallel()
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
-		cfg := config{Jobs: 60, Workers: 6, Work: time.Millisecond}
-		tg.DB.SetMaxOpenConns(cfg.Workers)
+		const n, workers = 60, 6
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-
-		var out strings.Builder
-		rep, err := run(ctx, tg.DB, cfg, &out)
+		j, err := createJobs(ctx, tg.DB, n)
 		if err != nil {
+			t.Fatal(err)
+		}
+		defer j.drop()
+
+		tallies, err := runWorkers(ctx, tg.DB, j, workers)
+		if err != nil {
+			t.Fatalf("runWorkers: %v", err)
+		}
+		if len(tallies) != workers {
+			t.Errorf("%d worker tallies, want %d", len(tallies), workers)
+		}
+		p := prove(t, ctx, j)
+		skipped := 0
+		for _, tl := range tallies {
+			p.DoneTotal += tl.done
+			skipped += tl.skipped
+		}
+		if !p.ok() {
+			t.Fatalf("not exactly once: %+v", p)
+		}
+		if p.Jobs != n || p.Runs != n {
+			t.Errorf("jobs %d, runs %d; want %d each", p.Jobs, p.Runs, n)
+		}
+		// The program's own check agrees with the proof.
+		if once, err := j.ranOnce(ctx); err != nil || once != n {
+			t.Errorf("ranOnce = %d, %v; want %d", once, err, n)
+		}
+		if inUse := tg.DB.Stats().InUse; inUse != 0 {
+			t.Errorf("%d connections still in use", inUse)
+		}
+		t.Logf("skipped %d", skipped)
+	})
+}
+
+// TestProgram runs the program as main does, through DATABASE_URL, on
+// every server and driver, and checks what it prints.
+func TestProgram(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Setenv("DATABASE_URL", tg.Server.DSN)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var out strings.Builder
+		if err := run(ctx, &out, tg.Driver, 40, 4); err != nil {
 			t.Fatalf("run: %v\n%s", err, out.String())
 		}
-		p := rep.Proof
-		if !p.ok() {
-			t.Fatalf("not exactly once: %+v\n%s", p, out.String())
+		for _, want := range []string{
+			"(DATABASE_URL)\n",
+			"worker 4 ran ",
+			"exactly once: all 40 jobs ran once\n",
+		} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("output lacks %q:\n%s", want, out.String())
+			}
 		}
-		if p.Jobs != cfg.Jobs || p.Runs != cfg.Jobs || rep.Total.Done != cfg.Jobs {
-			t.Errorf("jobs %d, runs %d, done %d; want %d each", p.Jobs, p.Runs, rep.Total.Done, cfg.Jobs)
-		}
-		if len(rep.Workers) != cfg.Workers {
-			t.Errorf("%d worker tallies, want %d", len(rep.Workers), cfg.Workers)
-		}
-		if !strings.Contains(out.String(), "exactly once: all 60 jobs ran once") {
-			t.Errorf("output does not state the proof:\n%s", out.String())
-		}
-		t.Logf("skipped %d, stale %d", rep.Total.Skipped, rep.Total.Stale)
 	})
 }
 
 // TestRunBadConfig checks that a run with nothing to do is refused before
 // it touches the database.
 func TestRunBadConfig(t *testing.T) {
-	t.Parallel()
+	// A database that cannot be reached: reaching for it fails otherwise.
+	t.Setenv("DATABASE_URL", "postgres://nobody@invalid.invalid/none")
 	tests := []struct {
-		name string
-		cfg  config
+		name       string
+		n, workers int
 	}{
-		{"NoJobs", config{Jobs: 0, Workers: 1}},
-		{"NoWorkers", config{Jobs: 1, Workers: 0}},
+		{"NoJobs", 0, 1},
+		{"NoWorkers", 1, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			if _, err := run(context.Background(), nil, tt.cfg, &strings.Builder{}); err == nil {
-				t.Fatal("run accepted a config with nothing to do")
+			err := run(context.Background(), &strings.Builder{}, pgtest.DriverPQ, tt.n, tt.workers)
+			if err == nil || !strings.Contains(err.Error(), "need at least one job and one worker") {
+				t.Fatalf("run(%d jobs, %d workers) = %v; want it refused", tt.n, tt.workers, err)
 			}
 		})
 	}
