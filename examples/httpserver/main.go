@@ -1,69 +1,100 @@
-// Command httpserver shows the net/http middleware coordinating two
-// requests for the same order.
+// Command httpserver serves POST /orders/{id}, which records a payment for
+// an order, behind the net/http middleware of package httplock.
 //
-// It serves POST /orders/{id}, which records a payment for the order,
-// behind middleware.XactLock with the key PairKey(1, id): each request runs
-// in a transaction that holds the order's lock, and the transaction commits
-// before the response is written. The program then plays a client against
-// itself: the first request for order 42 pauses inside its handler, holding
-// the lock, while a second request for order 42 is refused with 409
-// Conflict and a request for order 43 is served. Then the first completes
-// with 200, order 42 is free again, and a malformed id gets 400. For every
-// 200, the handler stays running after its response has gone out until the
-// client has read the order's payments from another connection: the
-// payment is already there, which proves that the middleware committed
-// before the response, not after the handler returned. It prints each
-// response, checks the payments in the database, and exits: with status 1
-// if anything differed from what the middleware promises.
+// Each request runs in a transaction that holds its order's advisory lock,
+// PairKey(1, id), and the transaction commits before the response is
+// written. While one request for an order holds its lock, another for the
+// same order gets 409 Conflict with Retry-After, and requests for other
+// orders go ahead. A malformed id gets 400.
 //
-//	go run ./examples/httpserver [-driver pq|pgx]
+//	go run ./examples/httpserver [-driver pq|pgx] [-addr 127.0.0.1:8080] [-hold 5s]
+//	curl -i -X POST http://127.0.0.1:8080/orders/42
+//
+// With -hold, each payment holds its order's lock that long, as slow work
+// would: send two requests for order 42 at once to see the second refused.
 //
 // It uses the database in DATABASE_URL when that is set, creating and then
-// dropping a schema of its own. Otherwise it uses the first server of
-// PGADVISORY_TEST_DSN, or starts a disposable PostgreSQL: in Docker if it
-// can, else from local initdb and postgres binaries.
+// dropping a schema of its own. Otherwise it starts a disposable PostgreSQL
+// (in Docker, or from local initdb and postgres binaries) and removes it
+// when it stops.
 package main
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 )
 
-func main() { os.Exit(mainCode()) }
+// ordersNS is the lock namespace of orders: order 42's key is
+// PairKey(ordersNS, 42).
+const ordersNS = 1
 
-// mainCode runs the program and returns its exit status, so that deferred
-// clean-up runs before the process exits.
-func mainCode() int {
-	driver := flag.String("driver", "pq", "database/sql driver: pq (github.com/lib/pq) or pgx (github.com/jackc/pgx/v5/stdlib)")
+func main() {
+	driver := flag.String("driver", "pq", "database/sql driver: pq or pgx")
+	addr := flag.String("addr", "127.0.0.1:8080", "address to serve on")
+	hold := flag.Duration("hold", 0, "how long each payment holds its order's lock")
 	flag.Parse()
-	if (*driver != pgtest.DriverPQ && *driver != pgtest.DriverPGX) || flag.NArg() > 0 {
-		flag.Usage()
-		return 2
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Stdout, *driver, *addr, *hold); err != nil {
+		fmt.Fprintln(os.Stderr, "httpserver:", err)
+		os.Exit(1)
 	}
+}
 
-	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stopSignals()
-
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	db, about, closeDB, err := pgtest.OpenExample(ctx, *driver, os.Stdout)
+// run opens the database, creates the orders, and serves on addr until
+// ctx ends.
+func run(ctx context.Context, out io.Writer, driver, addr string, hold time.Duration) error {
+	db, about, closeDB, err := pgtest.OpenExample(ctx, driver, out)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "httpserver: %v\n", err)
-		return 1
+		return err
 	}
 	defer closeDB()
-	fmt.Printf("driver %s, %s\n", *driver, about)
+	fmt.Fprintln(out, about)
 
-	if err := run(ctx, db, os.Stdout); err != nil {
-		fmt.Fprintf(os.Stderr, "httpserver: %v\n", err)
-		return 1
+	orders, err := createOrders(ctx, db, hold)
+	if err != nil {
+		return err
 	}
-	return 0
+	defer orders.drop()
+
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: routes(db, http.HandlerFunc(orders.pay)), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Shutdown(context.Background())
+	}()
+	fmt.Fprintf(out, "serving POST /orders/{id} for orders 42 and 43 on http://%s until interrupted; try\n", ln.Addr())
+	fmt.Fprintf(out, "  curl -i -X POST http://%s/orders/42\n", ln.Addr())
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// routes serves POST /orders/{id} with pay behind the order's lock: pay
+// runs in a transaction that holds PairKey(ordersNS, id), which it gets
+// from advisory.TxFromContext, and that commits before the response goes
+// out.
+func routes(db *sql.DB, pay http.Handler) http.Handler {
+	lock := httplock.XactLock(db, httplock.PathKey(ordersNS, "id"))
+	mux := http.NewServeMux()
+	mux.Handle("POST /orders/{id}", lock(pay))
+	return mux
 }
