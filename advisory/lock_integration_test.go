@@ -444,58 +444,121 @@ func TestSharedExclusiveIntegration(t *testing.T) {
 	})
 }
 
+// TestLockKeysNoDeadlockIntegration takes the same keys in different orders
+// from two sessions at once, with LockKeys and with XactLockKeys, and finds
+// neither a deadlock nor two holders.
 func TestLockKeysNoDeadlockIntegration(t *testing.T) {
-	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
-		t.Parallel()
-		ctx := context.Background()
-		keys := newPGKeys()
-		// {1, 2} against {2, 1}, within and across both key spaces, and
-		// with a key repeated.
-		a, b, p, q := keys.next(), keys.next(), keys.nextPair(), keys.nextPair()
-		sets := [2][]advisory.Key{{a, p, b, q}, {q, b, p, a, q}}
-		rounds := 200
-		if testing.Short() {
-			rounds = 20
-		}
-
-		conns := [2]*sql.Conn{pgConn(t, tg.DB), pgConn(t, tg.DB)}
-		for _, c := range conns {
-			// A deadlock, if there were one, is found at once.
-			pgExec(t, c, "SET deadlock_timeout = '50ms'")
-		}
-		var inside atomic.Int32 // sessions holding both keys
-		var wg sync.WaitGroup
-		errs := make(chan error, 2)
-		for i := range 2 {
-			wg.Go(func() {
-				for range rounds {
-					if err := advisory.LockKeys(ctx, conns[i], sets[i]...); err != nil {
-						errs <- fmt.Errorf("session %d: LockKeys(%v): %w", i, sets[i], err)
-						return
+	// A kind takes and releases keys in its own way; round does it once
+	// as worker i of two.
+	type kind struct {
+		name  string
+		sets  func(a, b, p, q advisory.Key) [2][]advisory.Key
+		setup func(t *testing.T, db *sql.DB) (round func(i int, keys []advisory.Key, inside *atomic.Int32) error)
+	}
+	kinds := []kind{
+		{
+			name: "Session",
+			// {1, 2} against {2, 1}, within and across both key spaces,
+			// and with a key repeated.
+			sets: func(a, b, p, q advisory.Key) [2][]advisory.Key {
+				return [2][]advisory.Key{{a, p, b, q}, {q, b, p, a, q}}
+			},
+			setup: func(t *testing.T, db *sql.DB) func(int, []advisory.Key, *atomic.Int32) error {
+				ctx := context.Background()
+				conns := [2]*sql.Conn{pgConn(t, db), pgConn(t, db)}
+				for _, c := range conns {
+					// A deadlock, if there were one, is found at once.
+					pgExec(t, c, "SET deadlock_timeout = '50ms'")
+				}
+				return func(i int, keys []advisory.Key, inside *atomic.Int32) error {
+					if err := advisory.LockKeys(ctx, conns[i], keys...); err != nil {
+						return fmt.Errorf("session %d: LockKeys(%v): %w", i, keys, err)
 					}
 					if n := inside.Add(1); n != 1 {
-						errs <- fmt.Errorf("session %d: %d sessions hold the same exclusive keys", i, n)
-						return
+						return fmt.Errorf("session %d: %d sessions hold the same exclusive keys", i, n)
 					}
 					inside.Add(-1)
-					if err := advisory.UnlockKeys(ctx, conns[i], sets[i]...); err != nil {
-						errs <- fmt.Errorf("session %d: UnlockKeys(%v): %w", i, sets[i], err)
-						return
+					if err := advisory.UnlockKeys(ctx, conns[i], keys...); err != nil {
+						return fmt.Errorf("session %d: UnlockKeys(%v): %w", i, keys, err)
 					}
+					return nil
+				}
+			},
+		},
+		{
+			name: "Xact",
+			sets: func(a, b, p, q advisory.Key) [2][]advisory.Key {
+				return [2][]advisory.Key{{a, b, p, q}, {q, p, b, a}}
+			},
+			setup: func(t *testing.T, db *sql.DB) func(int, []advisory.Key, *atomic.Int32) error {
+				ctx := context.Background()
+				return func(i int, keys []advisory.Key, inside *atomic.Int32) error {
+					err := func() error {
+						tx, err := db.BeginTx(ctx, nil)
+						if err != nil {
+							return err
+						}
+						defer tx.Rollback()
+						// A deadlock, if there were one, is found at once.
+						if _, err := tx.ExecContext(ctx, "SET LOCAL deadlock_timeout = '50ms'"); err != nil {
+							return err
+						}
+						if err := advisory.XactLockKeys(ctx, tx, keys...); err != nil {
+							return fmt.Errorf("XactLockKeys(%v): %w", keys, err)
+						}
+						if n := inside.Add(1); n != 1 {
+							return fmt.Errorf("%d transactions hold the same exclusive keys", n)
+						}
+						inside.Add(-1)
+						return tx.Commit()
+					}()
+					if err != nil {
+						return fmt.Errorf("transaction %d: %w", i, err)
+					}
+					return nil
+				}
+			},
+		},
+	}
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		for _, kd := range kinds {
+			t.Run(kd.name, func(t *testing.T) {
+				t.Parallel()
+				keys := newPGKeys()
+				a, b, p, q := keys.next(), keys.next(), keys.nextPair(), keys.nextPair()
+				sets := kd.sets(a, b, p, q)
+				rounds := 200
+				if testing.Short() {
+					rounds = 20
+				}
+				round := kd.setup(t, tg.DB)
+				var inside atomic.Int32 // holders of the same exclusive keys
+				var wg sync.WaitGroup
+				errs := make(chan error, 2)
+				for i := range 2 {
+					wg.Go(func() {
+						for range rounds {
+							if err := round(i, sets[i], &inside); err != nil {
+								errs <- err
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+				close(errs)
+				for err := range errs {
+					if errors.Is(err, advisory.ErrDeadlock) {
+						t.Errorf("deadlock taking the same keys in another order: %v", err)
+						continue
+					}
+					t.Error(err)
+				}
+				for _, k := range []advisory.Key{a, b, p, q} {
+					pgRequireFree(t, tg.DB, k)
 				}
 			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if errors.Is(err, advisory.ErrDeadlock) {
-				t.Errorf("deadlock taking the same keys in another order: %v", err)
-				continue
-			}
-			t.Error(err)
-		}
-		for _, k := range []advisory.Key{a, b, p, q} {
-			pgRequireFree(t, tg.DB, k)
 		}
 	})
 }

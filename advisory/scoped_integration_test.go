@@ -159,30 +159,6 @@ func TestWithXactLockIntegration(t *testing.T) {
 			pgRequireFree(t, tg.DB, k)
 		})
 
-		t.Run("Shared", func(t *testing.T) {
-			k := keys.nextPair()
-			err := advisory.WithXactLock(ctx, tg.DB, k, func(ctx context.Context, tx *sql.Tx) error {
-				pgRequireHolds(t, tg.DB, pgPID(t, tx), k, true)
-				// Another shared holder joins; an exclusive one cannot.
-				inner := advisory.WithXactLock(ctx, tg.DB, k, func(context.Context, *sql.Tx) error { return nil }, advisory.Shared(), advisory.Try())
-				if inner != nil {
-					t.Errorf("shared WithXactLock beside a shared one = %v; want nil", inner)
-				}
-				inner = advisory.WithXactLock(ctx, tg.DB, k, func(context.Context, *sql.Tx) error {
-					t.Error("fn ran without the lock")
-					return nil
-				}, advisory.Try())
-				if !errors.Is(inner, advisory.ErrNotAcquired) {
-					t.Errorf("exclusive WithXactLock beside a shared one = %v; want ErrNotAcquired", inner)
-				}
-				return nil
-			}, advisory.Shared())
-			if err != nil {
-				t.Fatal(err)
-			}
-			pgRequireFree(t, tg.DB, k)
-		})
-
 		t.Run("TxOptions", func(t *testing.T) {
 			err := advisory.WithXactLock(ctx, tg.DB, keys.next(), func(ctx context.Context, tx *sql.Tx) error {
 				if v := pgShow(t, tx, "transaction_read_only"); v != "on" {
@@ -198,125 +174,6 @@ func TestWithXactLockIntegration(t *testing.T) {
 			}
 		})
 
-		t.Run("Try", func(t *testing.T) {
-			for _, shared := range []bool{false, true} {
-				t.Run(pgModeName(shared), func(t *testing.T) {
-					k := keys.next()
-					holder := pgConn(t, tg.DB)
-					if err := advisory.Lock(ctx, holder, k); err != nil {
-						t.Fatal(err)
-					}
-					db := pgOpenOne(t, tg)
-					pid := pgPID(t, db)
-					opts := []advisory.Option{advisory.Try()}
-					if shared {
-						opts = append(opts, advisory.Shared())
-					}
-					err := advisory.WithXactLock(ctx, db, k, func(context.Context, *sql.Tx) error {
-						t.Error("fn ran without the lock")
-						return nil
-					}, opts...)
-					if !errors.Is(err, advisory.ErrNotAcquired) {
-						t.Fatalf("WithXactLock(Try) on a held key = %v; want ErrNotAcquired", err)
-					}
-					pgRequirePooledClean(t, tg.DB, db, pid)
-					if err := advisory.Unlock(ctx, holder, k); err != nil {
-						t.Fatal(err)
-					}
-				})
-			}
-		})
-
-		t.Run("Timeout", func(t *testing.T) {
-			db := pgOpenOne(t, tg)
-			pid := pgPID(t, db)
-			def := pgShow(t, db, "lock_timeout")
-
-			t.Run("Expires", func(t *testing.T) {
-				k := keys.next()
-				holder := pgConn(t, tg.DB)
-				if err := advisory.Lock(ctx, holder, k); err != nil {
-					t.Fatal(err)
-				}
-				err := advisory.WithXactLock(ctx, db, k, func(context.Context, *sql.Tx) error {
-					t.Error("fn ran without the lock")
-					return nil
-				}, advisory.Timeout(50*time.Millisecond))
-				if !errors.Is(err, advisory.ErrLockTimeout) {
-					t.Fatalf("WithXactLock(Timeout) on a held key = %v; want ErrLockTimeout", err)
-				}
-				if code := pgSQLState(err); code != "55P03" {
-					t.Errorf("driver error SQLSTATE %q; want 55P03 reachable with errors.As", code)
-				}
-				// The next user of the same session sees no lock_timeout.
-				pgRequirePooledClean(t, tg.DB, db, pid)
-				if v := pgShow(t, db, "lock_timeout"); v != def {
-					t.Errorf("lock_timeout on the pooled session = %q; want the default %q", v, def)
-				}
-				if err := advisory.Unlock(ctx, holder, k); err != nil {
-					t.Fatal(err)
-				}
-			})
-
-			t.Run("Acquired", func(t *testing.T) {
-				k := keys.next()
-				ran := false
-				err := advisory.WithXactLock(ctx, db, k, func(ctx context.Context, tx *sql.Tx) error {
-					ran = true
-					pgRequireHolds(t, tg.DB, pgPID(t, tx), k, false)
-					// The bound covered the lock statement only.
-					if v := pgShow(t, tx, "lock_timeout"); v != def {
-						t.Errorf("lock_timeout inside fn = %q; want the default %q", v, def)
-					}
-					return nil
-				}, advisory.Timeout(time.Second))
-				if err != nil || !ran {
-					t.Fatalf("WithXactLock(Timeout) on a free key = %v (fn ran: %v); want nil", err, ran)
-				}
-				pgRequirePooledClean(t, tg.DB, db, pid)
-				if v := pgShow(t, db, "lock_timeout"); v != def {
-					t.Errorf("lock_timeout on the pooled session = %q; want the default %q", v, def)
-				}
-				pgRequireFree(t, tg.DB, k)
-			})
-		})
-
-		t.Run("ContextEndsWhileWaiting", func(t *testing.T) {
-			for _, want := range []error{context.Canceled, context.DeadlineExceeded} {
-				t.Run(pgCtxErrName(want), func(t *testing.T) {
-					k := keys.next()
-					holder := pgConn(t, tg.DB)
-					if err := advisory.Lock(ctx, holder, k); err != nil {
-						t.Fatal(err)
-					}
-					// One warm session, whose pid is known before the wait.
-					db := pgOpenOne(t, tg)
-					pid := pgPID(t, db)
-					waited, err := pgEndWhileWaiting(t, tg.DB, pid, k, want, func(wctx context.Context) error {
-						return advisory.WithXactLock(wctx, db, k, func(context.Context, *sql.Tx) error {
-							t.Error("fn ran without the lock")
-							return nil
-						})
-					})
-					if !errors.Is(err, want) {
-						t.Fatalf("WithXactLock with ctx ending while it waits = %v; want an error wrapping %v", err, want)
-					}
-					if err := advisory.Unlock(ctx, holder, k); err != nil {
-						t.Fatal(err)
-					}
-					// Whatever became of the waiter's session, it holds
-					// nothing, and the key is free.
-					err = pgPoll(5*time.Millisecond, func() (bool, error) {
-						locks, err := pgQueryLocksOfPID(ctx, tg.DB, pid)
-						return len(locks) == 0, err
-					})
-					if err != nil {
-						t.Fatalf("the waiter %d (seen waiting: %v) keeps advisory locks: %v", pid, waited, err)
-					}
-					pgAwaitFree(t, tg.DB, k)
-				})
-			}
-		})
 	})
 }
 
@@ -390,148 +247,221 @@ func TestWithSessionLockIntegration(t *testing.T) {
 			pgWaitGone(t, tg.DB, pid)
 			pgRequireFree(t, tg.DB, k)
 		})
+	})
+}
 
-		t.Run("Shared", func(t *testing.T) {
-			k := keys.nextPair()
-			err := advisory.WithSessionLock(ctx, tg.DB, k, func(ctx context.Context, conn *sql.Conn) error {
-				inner := advisory.WithSessionLock(ctx, tg.DB, k, func(context.Context, *sql.Conn) error { return nil }, advisory.Shared(), advisory.Try())
-				if inner != nil {
-					t.Errorf("shared WithSessionLock beside a shared one = %v; want nil", inner)
-				}
-				inner = advisory.WithSessionLock(ctx, tg.DB, k, func(context.Context, *sql.Conn) error {
-					t.Error("fn ran without the lock")
-					return nil
-				}, advisory.Try())
-				if !errors.Is(inner, advisory.ErrNotAcquired) {
-					t.Errorf("exclusive WithSessionLock beside a shared one = %v; want ErrNotAcquired", inner)
-				}
-				return nil
-			}, advisory.Shared())
+// pgScope is one kind of scoped helper, WithXactLock or WithSessionLock,
+// seen through what both hand fn: a context and the session it runs on.
+type pgScope struct {
+	name   string // the subtest: "Xact" or "Session"
+	helper string // the function, for messages
+	// with runs fn under the helper's lock; q is fn's *sql.Tx or *sql.Conn.
+	with func(ctx context.Context, db *sql.DB, k advisory.Key, fn func(ctx context.Context, q pgQuerier) error, opts ...advisory.Option) error
+	// afterAcquireError checks the one session pid of db (from
+	// pgOpenOne) after the server failed the acquire with an error.
+	afterAcquireError func(t *testing.T, obs, db *sql.DB, pid int)
+	// afterEndedWait checks the session pid after ctx ended while the
+	// helper waited for the lock, and the waiter was seen waiting or not.
+	afterEndedWait func(t *testing.T, obs *sql.DB, pid int, waited bool)
+}
+
+// pgScopes are the scoped helpers, for what they do alike.
+var pgScopes = []pgScope{
+	{
+		name:   "Xact",
+		helper: "WithXactLock",
+		with: func(ctx context.Context, db *sql.DB, k advisory.Key, fn func(context.Context, pgQuerier) error, opts ...advisory.Option) error {
+			return advisory.WithXactLock(ctx, db, k, func(ctx context.Context, tx *sql.Tx) error { return fn(ctx, tx) }, opts...)
+		},
+		afterAcquireError: func(t *testing.T, obs, db *sql.DB, pid int) {
+			t.Helper()
+			// The transaction rolled back: the session is clean and
+			// goes back to the pool.
+			pgRequirePooledClean(t, obs, db, pid)
+		},
+		afterEndedWait: func(t *testing.T, obs *sql.DB, pid int, waited bool) {
+			t.Helper()
+			// Whatever became of the waiter's session, it holds nothing.
+			err := pgPoll(5*time.Millisecond, func() (bool, error) {
+				locks, err := pgQueryLocksOfPID(context.Background(), obs, pid)
+				return len(locks) == 0, err
+			})
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("the waiter %d (seen waiting: %v) keeps advisory locks: %v", pid, waited, err)
 			}
-			pgRequireFree(t, tg.DB, k)
-		})
-
-		t.Run("Try", func(t *testing.T) {
-			for _, shared := range []bool{false, true} {
-				t.Run(pgModeName(shared), func(t *testing.T) {
-					k := keys.next()
-					holder := pgConn(t, tg.DB)
-					if err := advisory.Lock(ctx, holder, k); err != nil {
-						t.Fatal(err)
-					}
-					db := pgOpenOne(t, tg)
-					pid := pgPID(t, db)
-					opts := []advisory.Option{advisory.Try()}
-					if shared {
-						opts = append(opts, advisory.Shared())
-					}
-					err := advisory.WithSessionLock(ctx, db, k, func(context.Context, *sql.Conn) error {
-						t.Error("fn ran without the lock")
-						return nil
-					}, opts...)
-					if !errors.Is(err, advisory.ErrNotAcquired) {
-						t.Fatalf("WithSessionLock(Try) on a held key = %v; want ErrNotAcquired", err)
-					}
-					pgRequirePooledClean(t, tg.DB, db, pid)
-					if err := advisory.Unlock(ctx, holder, k); err != nil {
-						t.Fatal(err)
-					}
-				})
+		},
+	},
+	{
+		name:   "Session",
+		helper: "WithSessionLock",
+		with: func(ctx context.Context, db *sql.DB, k advisory.Key, fn func(context.Context, pgQuerier) error, opts ...advisory.Option) error {
+			return advisory.WithSessionLock(ctx, db, k, func(ctx context.Context, conn *sql.Conn) error { return fn(ctx, conn) }, opts...)
+		},
+		afterAcquireError: func(t *testing.T, obs, _ *sql.DB, pid int) {
+			t.Helper()
+			// An acquire error leaves the session in doubt: it is closed,
+			// and the next user gets a new one.
+			pgWaitGone(t, obs, pid)
+		},
+		afterEndedWait: func(t *testing.T, obs *sql.DB, pid int, waited bool) {
+			t.Helper()
+			if waited {
+				// An interrupted wait may have been granted: the
+				// session is closed.
+				pgWaitGone(t, obs, pid)
 			}
-		})
+		},
+	},
+}
 
-		t.Run("Timeout", func(t *testing.T) {
-			db := pgOpenOne(t, tg)
-			def := pgShow(t, db, "lock_timeout")
-
-			t.Run("Expires", func(t *testing.T) {
-				k := keys.next()
-				holder := pgConn(t, tg.DB)
-				if err := advisory.Lock(ctx, holder, k); err != nil {
-					t.Fatal(err)
-				}
-				pid := pgPID(t, db)
-				err := advisory.WithSessionLock(ctx, db, k, func(context.Context, *sql.Conn) error {
+// TestScopedIntegration checks what WithXactLock and WithSessionLock do
+// alike: shared mode, Try, Timeout, and a context that ends while they wait.
+// What only one of them does is in TestWithXactLockIntegration and
+// TestWithSessionLockIntegration.
+func TestScopedIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		keys := newPGKeys()
+		for _, sc := range pgScopes {
+			t.Run(sc.name, func(t *testing.T) {
+				t.Parallel()
+				// noFn is fn where the helper must not run it.
+				noFn := func(context.Context, pgQuerier) error {
 					t.Error("fn ran without the lock")
 					return nil
-				}, advisory.Timeout(50*time.Millisecond))
-				if !errors.Is(err, advisory.ErrLockTimeout) {
-					t.Fatalf("WithSessionLock(Timeout) on a held key = %v; want ErrLockTimeout", err)
 				}
-				if code := pgSQLState(err); code != "55P03" {
-					t.Errorf("driver error SQLSTATE %q; want 55P03 reachable with errors.As", code)
-				}
-				// An acquire error leaves the session in doubt: it is
-				// closed, and the next user gets a new one, at the default.
-				pgWaitGone(t, tg.DB, pid)
-				if v := pgShow(t, db, "lock_timeout"); v != def {
-					t.Errorf("lock_timeout for the next user = %q; want the default %q", v, def)
-				}
-				if err := advisory.Unlock(ctx, holder, k); err != nil {
-					t.Fatal(err)
-				}
-			})
 
-			t.Run("Acquired", func(t *testing.T) {
-				k := keys.next()
-				pid := pgPID(t, db)
-				ran := false
-				err := advisory.WithSessionLock(ctx, db, k, func(ctx context.Context, conn *sql.Conn) error {
-					ran = true
-					if got := pgPID(t, conn); got != pid {
-						t.Errorf("fn runs on session %d; want the pool's %d", got, pid)
-					}
-					pgRequireHolds(t, tg.DB, pid, k, false)
-					// The bound ended with the lock statement.
-					if v := pgShow(t, conn, "lock_timeout"); v != def {
-						t.Errorf("lock_timeout inside fn = %q; want the default %q", v, def)
-					}
-					return nil
-				}, advisory.Timeout(time.Second))
-				if err != nil || !ran {
-					t.Fatalf("WithSessionLock(Timeout) on a free key = %v (fn ran: %v); want nil", err, ran)
-				}
-				pgRequirePooledClean(t, tg.DB, db, pid)
-				if v := pgShow(t, db, "lock_timeout"); v != def {
-					t.Errorf("lock_timeout on the pooled session = %q; want the default %q", v, def)
-				}
-				pgRequireFree(t, tg.DB, k)
-			})
-		})
-
-		t.Run("ContextEndsWhileWaiting", func(t *testing.T) {
-			for _, want := range []error{context.Canceled, context.DeadlineExceeded} {
-				t.Run(pgCtxErrName(want), func(t *testing.T) {
-					k := keys.next()
-					holder := pgConn(t, tg.DB)
-					if err := advisory.Lock(ctx, holder, k); err != nil {
+				t.Run("Shared", func(t *testing.T) {
+					k := keys.nextPair()
+					err := sc.with(ctx, tg.DB, k, func(ctx context.Context, q pgQuerier) error {
+						pgRequireHolds(t, tg.DB, pgPID(t, q), k, true)
+						// Another shared holder joins; an exclusive one cannot.
+						inner := sc.with(ctx, tg.DB, k, func(context.Context, pgQuerier) error { return nil }, advisory.Shared(), advisory.Try())
+						if inner != nil {
+							t.Errorf("shared %s beside a shared one = %v; want nil", sc.helper, inner)
+						}
+						inner = sc.with(ctx, tg.DB, k, noFn, advisory.Try())
+						if !errors.Is(inner, advisory.ErrNotAcquired) {
+							t.Errorf("exclusive %s beside a shared one = %v; want ErrNotAcquired", sc.helper, inner)
+						}
+						return nil
+					}, advisory.Shared())
+					if err != nil {
 						t.Fatal(err)
 					}
-					// One warm session, whose pid is known before the wait.
-					db := pgOpenOne(t, tg)
-					pid := pgPID(t, db)
-					waited, err := pgEndWhileWaiting(t, tg.DB, pid, k, want, func(wctx context.Context) error {
-						return advisory.WithSessionLock(wctx, db, k, func(context.Context, *sql.Conn) error {
-							t.Error("fn ran without the lock")
-							return nil
-						})
-					})
-					if !errors.Is(err, want) {
-						t.Fatalf("WithSessionLock with ctx ending while it waits = %v; want an error wrapping %v", err, want)
-					}
-					if err := advisory.Unlock(ctx, holder, k); err != nil {
-						t.Fatal(err)
-					}
-					if waited {
-						// An interrupted wait may have been granted: the
-						// session is closed.
-						pgWaitGone(t, tg.DB, pid)
-					}
-					pgAwaitFree(t, tg.DB, k)
+					pgRequireFree(t, tg.DB, k)
 				})
-			}
-		})
+
+				t.Run("Try", func(t *testing.T) {
+					for _, shared := range []bool{false, true} {
+						t.Run(pgModeName(shared), func(t *testing.T) {
+							k := keys.next()
+							holder := pgConn(t, tg.DB)
+							if err := advisory.Lock(ctx, holder, k); err != nil {
+								t.Fatal(err)
+							}
+							db := pgOpenOne(t, tg)
+							pid := pgPID(t, db)
+							opts := []advisory.Option{advisory.Try()}
+							if shared {
+								opts = append(opts, advisory.Shared())
+							}
+							err := sc.with(ctx, db, k, noFn, opts...)
+							if !errors.Is(err, advisory.ErrNotAcquired) {
+								t.Fatalf("%s(Try) on a held key = %v; want ErrNotAcquired", sc.helper, err)
+							}
+							// Not acquired is a clean answer: the session
+							// goes back to the pool, whatever the scope.
+							pgRequirePooledClean(t, tg.DB, db, pid)
+							if err := advisory.Unlock(ctx, holder, k); err != nil {
+								t.Fatal(err)
+							}
+						})
+					}
+				})
+
+				t.Run("Timeout", func(t *testing.T) {
+					db := pgOpenOne(t, tg)
+					def := pgShow(t, db, "lock_timeout")
+
+					t.Run("Expires", func(t *testing.T) {
+						k := keys.next()
+						holder := pgConn(t, tg.DB)
+						if err := advisory.Lock(ctx, holder, k); err != nil {
+							t.Fatal(err)
+						}
+						pid := pgPID(t, db)
+						err := sc.with(ctx, db, k, noFn, advisory.Timeout(50*time.Millisecond))
+						if !errors.Is(err, advisory.ErrLockTimeout) {
+							t.Fatalf("%s(Timeout) on a held key = %v; want ErrLockTimeout", sc.helper, err)
+						}
+						if code := pgSQLState(err); code != "55P03" {
+							t.Errorf("driver error SQLSTATE %q; want 55P03 reachable with errors.As", code)
+						}
+						sc.afterAcquireError(t, tg.DB, db, pid)
+						// The next user of the pool sees no lock_timeout.
+						if v := pgShow(t, db, "lock_timeout"); v != def {
+							t.Errorf("lock_timeout for the pool's next user = %q; want the default %q", v, def)
+						}
+						if err := advisory.Unlock(ctx, holder, k); err != nil {
+							t.Fatal(err)
+						}
+					})
+
+					t.Run("Acquired", func(t *testing.T) {
+						k := keys.next()
+						pid := pgPID(t, db)
+						ran := false
+						err := sc.with(ctx, db, k, func(ctx context.Context, q pgQuerier) error {
+							ran = true
+							if got := pgPID(t, q); got != pid {
+								t.Errorf("fn runs on session %d; want the pool's %d", got, pid)
+							}
+							pgRequireHolds(t, tg.DB, pid, k, false)
+							// The bound covered the lock statement only.
+							if v := pgShow(t, q, "lock_timeout"); v != def {
+								t.Errorf("lock_timeout inside fn = %q; want the default %q", v, def)
+							}
+							return nil
+						}, advisory.Timeout(time.Second))
+						if err != nil || !ran {
+							t.Fatalf("%s(Timeout) on a free key = %v (fn ran: %v); want nil", sc.helper, err, ran)
+						}
+						pgRequirePooledClean(t, tg.DB, db, pid)
+						if v := pgShow(t, db, "lock_timeout"); v != def {
+							t.Errorf("lock_timeout on the pooled session = %q; want the default %q", v, def)
+						}
+						pgRequireFree(t, tg.DB, k)
+					})
+				})
+
+				t.Run("ContextEndsWhileWaiting", func(t *testing.T) {
+					for _, want := range []error{context.Canceled, context.DeadlineExceeded} {
+						t.Run(pgCtxErrName(want), func(t *testing.T) {
+							k := keys.next()
+							holder := pgConn(t, tg.DB)
+							if err := advisory.Lock(ctx, holder, k); err != nil {
+								t.Fatal(err)
+							}
+							// One warm session, whose pid is known before the wait.
+							db := pgOpenOne(t, tg)
+							pid := pgPID(t, db)
+							waited, err := pgEndWhileWaiting(t, tg.DB, pid, k, want, func(wctx context.Context) error {
+								return sc.with(wctx, db, k, noFn)
+							})
+							if !errors.Is(err, want) {
+								t.Fatalf("%s with ctx ending while it waits = %v; want an error wrapping %v", sc.helper, err, want)
+							}
+							if err := advisory.Unlock(ctx, holder, k); err != nil {
+								t.Fatal(err)
+							}
+							sc.afterEndedWait(t, tg.DB, pid, waited)
+							pgAwaitFree(t, tg.DB, k)
+						})
+					}
+				})
+			})
+		}
 	})
 }

@@ -4,9 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -114,64 +111,6 @@ func TestXactLockKeysIntegration(t *testing.T) {
 			t.Fatal(err)
 		}
 		pgRequireNoLocks(t, tg.DB, pid)
-	})
-}
-
-func TestXactLockKeysNoDeadlockIntegration(t *testing.T) {
-	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
-		t.Parallel()
-		ctx := context.Background()
-		keys := newPGKeys()
-		a, b, p, q := keys.next(), keys.next(), keys.nextPair(), keys.nextPair()
-		sets := [2][]advisory.Key{{a, b, p, q}, {q, p, b, a}}
-		rounds := 200
-		if testing.Short() {
-			rounds = 20
-		}
-		var inside atomic.Int32
-		var wg sync.WaitGroup
-		errs := make(chan error, 2)
-		for i := range 2 {
-			wg.Go(func() {
-				for range rounds {
-					err := func() error {
-						tx, err := tg.DB.BeginTx(ctx, nil)
-						if err != nil {
-							return err
-						}
-						defer tx.Rollback()
-						// A deadlock, if there were one, is found at once.
-						if _, err := tx.ExecContext(ctx, "SET LOCAL deadlock_timeout = '50ms'"); err != nil {
-							return err
-						}
-						if err := advisory.XactLockKeys(ctx, tx, sets[i]...); err != nil {
-							return fmt.Errorf("XactLockKeys(%v): %w", sets[i], err)
-						}
-						if n := inside.Add(1); n != 1 {
-							return fmt.Errorf("%d transactions hold the same exclusive keys", n)
-						}
-						inside.Add(-1)
-						return tx.Commit()
-					}()
-					if err != nil {
-						errs <- fmt.Errorf("transaction %d: %w", i, err)
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if errors.Is(err, advisory.ErrDeadlock) {
-				t.Errorf("deadlock taking the same keys in another order: %v", err)
-				continue
-			}
-			t.Error(err)
-		}
-		for _, k := range []advisory.Key{a, b, p, q} {
-			pgRequireFree(t, tg.DB, k)
-		}
 	})
 }
 

@@ -11,20 +11,26 @@
 # and accepts the same command as the official postgres image, for example
 # `postgres -c fsync=off`.
 #
-# Usage: ci/build-images.sh [--rebuild]
-# Environment: PGADVISORY_DEBIAN_MIRROR (default http://deb.debian.org/debian)
+# The Debian mirror is the host's: the first Debian archive (not -security)
+# in its apt sources, so that the build goes wherever the machine's apt goes.
+# --print-mirror prints it and exits, building nothing.
+#
+# Usage: ci/build-images.sh [--rebuild] [--print-mirror]
+# Environment: PGADVISORY_DEBIAN_MIRROR overrides the mirror: the URL of a
+#   Debian archive, such as http://MIRROR/debian
 set -euo pipefail
 
-mirror="${PGADVISORY_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 rebuild=0
+print_mirror=0
 
 usage() {
-	sed -n '2,16s/^# \{0,1\}//p' "$0"
+	sed -n '2,21s/^# \{0,1\}//p' "$0"
 }
 
 for arg in "$@"; do
 	case "$arg" in
 	--rebuild) rebuild=1 ;;
+	--print-mirror) print_mirror=1 ;;
 	-h | --help)
 		usage
 		exit 0
@@ -49,6 +55,130 @@ images=(
 	"pgadvisory/postgres:17 trixie 17"
 )
 
+# apt_sources [ETC]: the enabled "deb" entries of the apt sources under ETC
+# (default /etc/apt), in the order apt reads them: sources.list, then
+# sources.list.d/*.list (one-line format) and *.sources (deb822 format), by
+# name. One line per entry and suite: FILE URI SUITE COMPONENTS..., with the
+# URI's trailing slash dropped.
+apt_sources() {
+	local etc="${1:-/etc/apt}" f
+	local files=()
+	[[ -f $etc/sources.list ]] && files+=("$etc/sources.list")
+	for f in "$etc"/sources.list.d/*; do
+		case "$f" in *.list | *.sources) [[ -f $f ]] && files+=("$f") ;; esac
+	done
+	for f in "${files[@]}"; do
+		case "$f" in
+		*.sources)
+			# deb822: stanzas separated by blank lines; a field may go on
+			# over lines that start with white space.
+			awk -v file="$f" '
+				function flush(   n, i, j, t, u, s, deb) {
+					deb = 0
+					n = split(field["types"], t, " ")
+					for (i = 1; i <= n; i++) if (t[i] == "deb") deb = 1
+					if (deb && tolower(field["enabled"]) != "no") {
+						n = split(field["uris"], u, " ")
+						m = split(field["suites"], s, " ")
+						for (i = 1; i <= n; i++) for (j = 1; j <= m; j++) {
+							sub(/\/+$/, "", u[i])
+							print file, u[i], s[j], field["components"]
+						}
+					}
+					split("", field)
+					last = ""
+				}
+				/^#/ { next }
+				/^[ \t]*$/ { flush(); next }
+				/^[ \t]/ { if (last != "") field[last] = field[last] " " $0; next }
+				{
+					i = index($0, ":")
+					if (i == 0) next
+					last = tolower(substr($0, 1, i - 1))
+					v = substr($0, i + 1)
+					gsub(/^[ \t]+|[ \t]+$/, "", v)
+					field[last] = v
+				}
+				END { flush() }
+			' "$f"
+			;;
+		*)
+			# One-line: deb [options] URI SUITE COMPONENTS...
+			awk -v file="$f" '
+				{ sub(/#.*/, "") }
+				$1 != "deb" { next }
+				{
+					line = $0
+					sub(/^[ \t]*deb[ \t]+/, "", line)
+					if (substr(line, 1, 1) == "[") sub(/^\[[^]]*\][ \t]*/, "", line)
+					n = split(line, w, " ")
+					if (n < 2) next
+					uri = w[1]
+					sub(/\/+$/, "", uri)
+					comps = ""
+					for (i = 3; i <= n; i++) comps = comps " " w[i]
+					print file, uri, w[2], comps
+				}
+			' "$f"
+			;;
+		esac
+	done
+}
+
+# host_mirror [ETC]: prints the URI of the first Debian archive in the apt
+# sources under ETC (default /etc/apt), and returns 1 when there is none. A
+# Debian archive entry has an http, https or file URI that is not a security
+# archive, the component main, and a Debian suite: a release name
+# (stable, testing, unstable, the host's codename, the ones this script
+# builds, or any in distro-info's debian.csv), or one with -updates,
+# -backports or -proposed-updates. That leaves out -security, PostgreSQL's
+# bookworm-pgdg, and other vendors' repositories.
+host_mirror() {
+	local etc="${1:-/etc/apt}"
+	local names=" stable testing unstable sid experimental oldstable oldoldstable "
+	local spec codename
+	for spec in "${images[@]}"; do
+		read -r _ codename _ <<<"$spec"
+		names+="$codename "
+	done
+	codename="$(. /etc/os-release 2>/dev/null && [[ ${ID:-} == debian ]] && echo "${VERSION_CODENAME:-}")" || true
+	[[ -n $codename ]] && names+="$codename "
+	if [[ -r /usr/share/distro-info/debian.csv ]]; then
+		names+="$(awk -F, 'NR > 1 && $3 != "" { printf "%s ", $3 }' /usr/share/distro-info/debian.csv)"
+	fi
+	local file uri suite comps base
+	while read -r file uri suite comps; do
+		case "$uri" in http://* | https://* | file:/*) ;; *) continue ;; esac
+		case "$uri" in *-security | *-security/*) continue ;; esac
+		case " $comps " in *" main "*) ;; *) continue ;; esac
+		base="${suite%-updates}"
+		base="${base%-backports}"
+		base="${base%-proposed-updates}"
+		case "$names" in *" $base "*) ;; *) continue ;; esac
+		echo "$uri"
+		return 0
+	done < <(apt_sources "$etc")
+	return 1
+}
+
+# resolve_mirror sets mirror and mirror_from, or fails the build.
+resolve_mirror() {
+	if [[ -n ${PGADVISORY_DEBIAN_MIRROR:-} ]]; then
+		mirror="${PGADVISORY_DEBIAN_MIRROR%/}"
+		mirror_from="PGADVISORY_DEBIAN_MIRROR"
+	elif mirror="$(host_mirror)"; then
+		mirror_from="the host's apt sources"
+	else
+		die "no Debian archive in the host's apt sources (/etc/apt/sources.list, /etc/apt/sources.list.d/*.list and *.sources); set PGADVISORY_DEBIAN_MIRROR to the URL of a Debian mirror, such as http://MIRROR/debian"
+	fi
+}
+
+if [[ $print_mirror -eq 1 ]]; then
+	resolve_mirror
+	echo "$mirror"
+	exit 0
+fi
+
 command -v docker >/dev/null 2>&1 || die "docker is not installed"
 docker info >/dev/null 2>&1 || die "cannot reach the Docker engine (docker info failed)"
 
@@ -64,6 +194,8 @@ done
 if [[ ${#todo[@]} -eq 0 ]]; then
 	exit 0
 fi
+# Only a build needs a mirror: existing images are reused on any host.
+resolve_mirror
 
 [[ $(id -u) -eq 0 ]] || die "building images needs root (debootstrap and chroot)"
 if ! command -v debootstrap >/dev/null 2>&1; then
@@ -192,6 +324,7 @@ build_one() {
 	fi
 }
 
+log "Debian mirror $mirror (from $mirror_from)"
 start=$SECONDS
 pids=()
 for spec in "${todo[@]}"; do

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # The project's single test command. It builds the local PostgreSQL images
-# when they are missing (ci/build-images.sh), then checks formatting, runs
-# go vet and staticcheck, and runs every test with the race detector against
-# PostgreSQL 15 and 17. Extra arguments go to `go test`, for example:
+# when they are missing (ci/build-images.sh), then checks formatting and that
+# go.mod and go.sum are tidy, runs go vet and staticcheck, and runs every
+# test with the race detector against PostgreSQL 15 and 17. Extra arguments
+# go to `go test`, for example:
 #
 #   ci/test.sh -run TestLock -v
 #
 # Environment:
 #   PGADVISORY_TEST_IMAGES  images to test on (default: the two local images)
 #   PGADVISORY_TEST_DSN     existing servers instead of containers; no build
-#   CI=true                 a missing database fails the run, never skips
+#   CI=true                 a missing database fails the run, never skips;
+#                           so does a staticcheck that cannot be installed
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -57,24 +59,40 @@ if [[ -n $unformatted ]]; then
 fi
 echo "all files formatted"
 
+step "go mod tidy"
+# go.mod and go.sum must be what go mod tidy makes of them.
+if ! tidy="$(go mod tidy -diff 2>&1)"; then
+	echo "test: error: go mod tidy -diff failed: go.mod or go.sum is not tidy (run go mod tidy), or the check could not run:" >&2
+	printf '%s\n' "$tidy" | grep -v '^go: downloading ' | sed 's/^/    /' >&2
+	exit 1
+fi
+echo "go.mod and go.sum are tidy"
+phase_done "go mod tidy"
+
 step "go vet"
 go vet ./...
 phase_done "go vet"
 
 step "staticcheck"
-# Clean where it installs: a pinned version from the module proxy, into a
-# cache outside the repository; a machine that cannot get it says so and
-# goes on.
+# A pinned version from the module proxy, into GOBIN (or GOPATH/bin), outside
+# the repository. A machine that cannot get it says so and goes on; under
+# CI=true that is a failure, since the check would silently not run.
 staticcheck_version=v0.8.2
-staticcheck="$(go env GOPATH)/bin/staticcheck"
-if ! "$staticcheck" -version 2>/dev/null | grep -q "(${staticcheck_version#v})"; then
+gobin="$(go env GOBIN)"
+[[ -n $gobin ]] || gobin="$(go env GOPATH | cut -d: -f1)/bin"
+staticcheck="$gobin/staticcheck"
+pinned_staticcheck() { "$staticcheck" -version 2>/dev/null | grep -qF "(${staticcheck_version#v})"; }
+if ! pinned_staticcheck; then
 	go install "honnef.co/go/tools/cmd/staticcheck@$staticcheck_version" 2>&1 | tail -n 3 || true
 fi
-if [[ -x $staticcheck ]]; then
+if pinned_staticcheck; then
 	"$staticcheck" ./...
-	echo "staticcheck: clean"
+	echo "staticcheck $staticcheck_version: clean"
+elif under_ci; then
+	echo "test: error: staticcheck $staticcheck_version could not be installed (CI=true)" >&2
+	exit 1
 else
-	echo "test: warning: staticcheck $staticcheck_version could not be installed; skipped" >&2
+	echo "test: warning: staticcheck $staticcheck_version could not be installed; skipped (under CI=true this fails)" >&2
 fi
 phase_done staticcheck
 

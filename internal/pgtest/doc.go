@@ -31,6 +31,15 @@
 // unreachable Docker when PGADVISORY_TEST_IMAGES is set. With that variable
 // unset, an unreachable Docker falls back to local binaries.
 //
+// # The fast unit loop
+//
+// Under go test -short, [Servers] and [StartServer] skip the test, saying
+// so, before any of the above: no container, no cluster, no DSN, and no call
+// to Docker. This holds under CI=true too, since -short is an explicit
+// choice; without -short, CI=true still fails a test that has no database.
+// A test that calls [Launch] skips under testing.Short itself; in a test
+// binary under -short, Launch returns an error rather than start a server.
+//
 // # Use in tests
 //
 // A package's TestMain hands control to [Main], which stops every server the

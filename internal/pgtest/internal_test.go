@@ -1,6 +1,8 @@
 package pgtest
 
 import (
+	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -51,4 +53,53 @@ func TestTrackStopsOnce(t *testing.T) {
 	if n != 1 {
 		t.Errorf("stopped %d times, want 1", n)
 	}
+}
+
+// TestShortStartsNothing checks that under go test -short, Servers and
+// StartServer skip with a message that says why, before they look for a
+// server: the shared servers were never started.
+func TestShortStartsNothing(t *testing.T) {
+	if !testing.Short() {
+		t.Skip("checks go test -short; run with -short")
+	}
+	for _, tt := range []struct {
+		name string
+		call func(tb testing.TB)
+	}{
+		{"Servers", func(tb testing.TB) { Servers(tb) }},
+		{"StartServer", func(tb testing.TB) { StartServer(tb, "-c", "fsync=off") }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &skipRecorder{TB: t}
+			r.run(tt.call)
+			if r.skip != shortSkip {
+				t.Errorf("%s under -short: skip %q, want %q", tt.name, r.skip, shortSkip)
+			}
+		})
+	}
+	if shared.servers != nil || shared.err != nil {
+		t.Errorf("Servers under -short looked for servers: %d servers, error %v", len(shared.servers), shared.err)
+	}
+}
+
+// skipRecorder is a testing.TB that records a skip instead of ending the
+// test; everything else goes to the real test.
+type skipRecorder struct {
+	testing.TB
+	skip string
+}
+
+func (r *skipRecorder) Skipf(format string, args ...any) {
+	r.skip = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+// run calls f with r in a goroutine of its own, which Skipf ends.
+func (r *skipRecorder) run(f func(tb testing.TB)) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f(r)
+	}()
+	<-done
 }

@@ -236,6 +236,9 @@ func TestOpenUnknownDriver(t *testing.T) {
 }
 
 func TestLaunch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("Launch starts a server; skipped under -short")
+	}
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -48,11 +48,16 @@ var mainCalled atomic.Bool
 // run until [Main] stops them when the test binary ends. A test binary whose
 // TestMain does not call [Main] fails here, since nothing would stop them.
 //
+// Under go test -short, Servers skips the test before it looks for a server:
+// no container, no cluster and no PGADVISORY_TEST_DSN are touched, also under
+// CI=true, since -short is the caller's explicit choice.
+//
 // When no server can be had, Servers skips the test, or fails it under
 // CI=true. A failed start is tried once per binary: every later call reports
 // the same error.
 func Servers(tb testing.TB) []*Server {
 	tb.Helper()
+	skipShort(tb)
 	if !mainCalled.Load() {
 		tb.Fatal("pgtest: Servers needs the package's TestMain to call pgtest.Main(m), which stops the servers")
 	}
@@ -77,9 +82,11 @@ func Servers(tb testing.TB) []*Server {
 //
 // When PGADVISORY_TEST_DSN names existing servers, the harness cannot start
 // any, and StartServer returns nil: the caller decides whether to skip.
-// Otherwise a failure skips the test, or fails it under CI=true.
+// Otherwise a failure skips the test, or fails it under CI=true. Under
+// go test -short, StartServer skips the test, as [Servers] does.
 func StartServer(tb testing.TB, args ...string) []*Server {
 	tb.Helper()
+	skipShort(tb)
 	if len(list(os.Getenv(envDSN))) > 0 {
 		return nil
 	}
@@ -92,6 +99,20 @@ func StartServer(tb testing.TB, args ...string) []*Server {
 	}
 	tb.Cleanup(r.stop)
 	return r.servers
+}
+
+// shortSkip is why [Servers] and [StartServer] skip a test under
+// go test -short.
+const shortSkip = "pgtest: integration test skipped under -short, which starts no PostgreSQL"
+
+// skipShort skips tb under go test -short, the fast unit loop: the user asked
+// for no servers, so this is a skip even under CI=true, where a missing
+// database fails.
+func skipShort(tb testing.TB) {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skipf("%s", shortSkip)
+	}
 }
 
 // report fails tb under CI, where a missing database is a failure, and skips

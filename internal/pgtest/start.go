@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"sync"
+	"testing"
 	"time"
 )
 
@@ -29,6 +30,13 @@ type started struct {
 // first configured image, as [Launch] does.
 func start(ctx context.Context, extra []string, first bool) started {
 	r := started{stop: func() {}}
+	if testing.Testing() && testing.Short() {
+		// A backstop for the fast unit loop: [Servers] and
+		// [StartServer] skip before they get here, and a test that
+		// calls [Launch] must skip under -short itself.
+		r.err = errShort
+		return r
+	}
 	if dsns := list(os.Getenv(envDSN)); len(dsns) > 0 {
 		if first {
 			dsns = dsns[:1]
@@ -142,6 +150,10 @@ func redact(dsn string) string {
 	}
 	return u.Redacted()
 }
+
+// errShort reports that a test binary under go test -short asked for a
+// server.
+var errShort = errors.New("go test -short starts no PostgreSQL; skip this test under testing.Short()")
 
 // errNotFound reports that a way to run PostgreSQL is not available here.
 var errNotFound = errors.New("not found")
