@@ -108,21 +108,34 @@ var ErrBadKey = errors.New("advisory: malformed key")
 
 // ParseKey reads a key written by [Key.String]: a decimal bigint such as
 // "-42", or two decimal int32 halves joined by a colon, such as "1:1234".
+// Only the canonical form is accepted, the one Key.String writes: no sign
+// but a leading '-', no leading zeros, no "-0", so that each key has one
+// spelling.
 func ParseKey(s string) (Key, error) {
 	a, b, isPair := strings.Cut(s, ":")
 	if !isPair {
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return Key{}, fmt.Errorf("%w %q: want a bigint or two int32 joined by ':'", ErrBadKey, s)
+		v, ok := parseCanonical(s, 64)
+		if !ok {
+			return Key{}, fmt.Errorf("%w %q: want a bigint or two int32 joined by ':', written as Key.String writes them", ErrBadKey, s)
 		}
 		return Int64Key(v), nil
 	}
-	k1, err1 := strconv.ParseInt(a, 10, 32)
-	k2, err2 := strconv.ParseInt(b, 10, 32)
-	if err1 != nil || err2 != nil {
-		return Key{}, fmt.Errorf("%w %q: each half of a pair key must be an int32", ErrBadKey, s)
+	k1, ok1 := parseCanonical(a, 32)
+	k2, ok2 := parseCanonical(b, 32)
+	if !ok1 || !ok2 {
+		return Key{}, fmt.Errorf("%w %q: each half of a pair key must be an int32, written as Key.String writes it", ErrBadKey, s)
 	}
 	return PairKey(int32(k1), int32(k2)), nil
+}
+
+// parseCanonical parses s as a decimal integer of the given bit size, and
+// reports whether s is exactly how strconv.FormatInt writes that integer.
+func parseCanonical(s string, bits int) (int64, bool) {
+	v, err := strconv.ParseInt(s, 10, bits)
+	if err != nil || strconv.FormatInt(v, 10) != s {
+		return 0, false
+	}
+	return v, true
 }
 
 // canonical returns keys sorted by [Key.Compare] with duplicates removed,

@@ -2,8 +2,10 @@ package advisory_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
@@ -49,8 +51,10 @@ func TestParseKeyRejects(t *testing.T) {
 	for _, s := range []string{
 		"", " 42", "42 ", "4x", "1:", ":1", "1:2:3", "1::2", "a:b",
 		"9223372036854775808", "2147483648:0", "0:-2147483649", "0x10", "1,2",
+		"+1", "007", "-0", "00", "-01", "1:+2", "01:2", "1:-0", "0:00", "1_000",
+		strings.Repeat("0", 1000) + "1",
 	} {
-		t.Run(s, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%.20q", s), func(t *testing.T) {
 			t.Parallel()
 			k, err := advisory.ParseKey(s)
 			if !errors.Is(err, advisory.ErrBadKey) {

@@ -1,0 +1,273 @@
+package advisory_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+)
+
+// Integration tests of what a session scope reports when its session is
+// lost, left in a transaction, or panics, and of waits the server ends.
+
+// sessionScopeKinds runs a session scope through WithSessionLock, which
+// owns its connection, and through WithSessionLockConn on a connection of
+// the test's.
+var sessionScopeKinds = []struct {
+	name string
+	run  func(ctx context.Context, t *testing.T, db *sql.DB, key advisory.Key, fn func(context.Context, *sql.Conn) error) error
+}{
+	{"Owned", func(ctx context.Context, _ *testing.T, db *sql.DB, key advisory.Key, fn func(context.Context, *sql.Conn) error) error {
+		return advisory.WithSessionLock(ctx, db, key, fn)
+	}},
+	{"Conn", func(ctx context.Context, t *testing.T, db *sql.DB, key advisory.Key, fn func(context.Context, *sql.Conn) error) error {
+		conn := pgConn(t, db)
+		return advisory.WithSessionLockConn(ctx, conn, key, fn)
+	}},
+}
+
+// pgTakeOver terminates backend pid from obs and waits until other holds
+// key, so that the scope whose session pid was has lost its lock for sure.
+func pgTakeOver(t *testing.T, obs *sql.DB, other *sql.Conn, pid int, key advisory.Key) {
+	t.Helper()
+	pgExec(t, obs, "SELECT pg_terminate_backend($1)", pid)
+	err := pgPoll(2*time.Millisecond, func() (bool, error) {
+		return advisory.TryLock(context.Background(), other, key)
+	})
+	if err != nil {
+		t.Fatalf("no other session could take %s after backend %d was terminated: %v", key, pid, err)
+	}
+}
+
+// TestSessionScopeLockLostIntegration: a scope whose backend was
+// terminated while fn ran, and whose key another session then took, never
+// reports success, whether ctx ended before fn returned or not.
+func TestSessionScopeLockLostIntegration(t *testing.T) {
+	pgtest.EachDriver(t, pgAllDrivers, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		keys := newPGKeys()
+		for _, kind := range sessionScopeKinds {
+			for _, deadline := range []bool{true, false} {
+				name := kind.name + "/NoDeadline"
+				if deadline {
+					name = kind.name + "/DeadlinePassesInFn"
+				}
+				t.Run(name, func(t *testing.T) {
+					key := keys.next()
+					ctx := context.Background()
+					if deadline {
+						var cancel context.CancelFunc
+						ctx, cancel = context.WithTimeout(ctx, 800*time.Millisecond)
+						defer cancel()
+					}
+					other := pgConn(t, tg.DB)
+					defer func() { _ = advisory.UnlockAll(context.Background(), other) }()
+					err := kind.run(ctx, t, tg.DB, key, func(fnCtx context.Context, conn *sql.Conn) error {
+						pgTakeOver(t, tg.DB, other, pgPID(t, conn), key)
+						if deadline {
+							<-fnCtx.Done() // sleep past the deadline
+						}
+						return nil
+					})
+					if !errors.Is(err, advisory.ErrLockLost) {
+						t.Fatalf("got %v; want an error matching ErrLockLost", err)
+					}
+				})
+			}
+		}
+	})
+}
+
+// TestSessionScopeTxLeftOpenIntegration: an fn that returns with a
+// transaction still open on conn, failed or not, begun on fn's context or
+// on another, gets a prompt error that names the mistake, and the lock is
+// released at once.
+func TestSessionScopeTxLeftOpenIntegration(t *testing.T) {
+	pgtest.EachDriver(t, pgAllDrivers, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		keys := newPGKeys()
+		errDiv := errors.New("fn's statement failed")
+		for _, kind := range sessionScopeKinds {
+			for _, tc := range []struct {
+				name      string
+				failed    bool // a statement failed in the transaction
+				ownCtx    bool // the transaction is begun on context.Background()
+				wantFnErr bool
+			}{
+				{"FailedOnFnCtx", true, false, true},
+				{"FailedOnOtherCtx", true, true, true},
+				{"OpenOnFnCtx", false, false, false},
+				{"OpenOnOtherCtx", false, true, false},
+			} {
+				t.Run(kind.name+"/"+tc.name, func(t *testing.T) {
+					key := keys.next()
+					db := pgOpenOne(t, tg)
+					var tx *sql.Tx
+					done := make(chan error, 1)
+					go func() {
+						done <- kind.run(context.Background(), t, db, key, func(ctx context.Context, conn *sql.Conn) error {
+							txCtx := ctx
+							if tc.ownCtx {
+								txCtx = context.Background()
+							}
+							var err error
+							if tx, err = conn.BeginTx(txCtx, nil); err != nil {
+								return err
+							}
+							if tc.failed {
+								if _, err := tx.ExecContext(txCtx, "SELECT 1/0"); err == nil {
+									t.Error("SELECT 1/0 succeeded")
+								}
+								return errDiv
+							}
+							return nil
+						})
+					}()
+					var err error
+					select {
+					case err = <-done:
+					case <-time.After(30 * time.Second):
+						t.Fatal("the scope did not return within 30s: it hangs on the transaction fn left open")
+					}
+					if err == nil || !strings.Contains(err.Error(), "transaction still open") {
+						t.Fatalf("got %v; want an error saying fn left a transaction open", err)
+					}
+					if tc.wantFnErr && !errors.Is(err, errDiv) {
+						t.Errorf("got %v; want it to match fn's error too", err)
+					}
+					pgAwaitFree(t, tg.DB, key)
+					if tx != nil {
+						_ = tx.Rollback()
+					}
+					// Once the transaction has ended, the connection is
+					// freed, and the pool's one slot serves again.
+					ctx, cancel := context.WithTimeout(context.Background(), pgPollTimeout)
+					defer cancel()
+					if err := db.PingContext(ctx); err != nil {
+						t.Fatalf("the pool did not get its connection back: %v", err)
+					}
+				})
+			}
+		}
+	})
+}
+
+// TestSessionScopePanicReleasesIntegration: when fn panics, the lock is
+// released before the panic reaches the caller, so another session can
+// take the key at once, without polling.
+func TestSessionScopePanicReleasesIntegration(t *testing.T) {
+	pgtest.EachDriver(t, pgAllDrivers, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		keys := newPGKeys()
+		other := pgConn(t, tg.DB)
+		for _, kind := range sessionScopeKinds {
+			t.Run(kind.name, func(t *testing.T) {
+				for i := range 20 {
+					key := keys.next()
+					func() {
+						defer func() {
+							if r := recover(); r != "boom" {
+								t.Fatalf("recovered %v; want the panic", r)
+							}
+						}()
+						_ = kind.run(context.Background(), t, tg.DB, key, func(ctx context.Context, conn *sql.Conn) error {
+							pgExec(t, conn, "SELECT 1")
+							panic("boom")
+						})
+					}()
+					ok, err := advisory.TryLock(context.Background(), other, key)
+					if err != nil || !ok {
+						t.Fatalf("run %d: TryLock right after the panic = %v, %v; want the key free", i, ok, err)
+					}
+					if err := advisory.Unlock(context.Background(), other, key); err != nil {
+						t.Fatal(err)
+					}
+				}
+			})
+		}
+	})
+}
+
+// TestScopeContextEndsInFnIntegration: when ctx ends while fn runs and fn
+// returns nil, WithXactLock reports ctx's error (the transaction was rolled
+// back, undoing fn's work), and WithSessionLock reports fn's nil (the lock
+// was held until fn returned, and nothing was undone). Each doc says so.
+func TestScopeContextEndsInFnIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		keys := newPGKeys()
+		t.Run("Xact", func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			err := advisory.WithXactLock(ctx, tg.DB, keys.next(), func(context.Context, *sql.Tx) error {
+				cancel()
+				return nil
+			})
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("got %v; want context.Canceled", err)
+			}
+		})
+		t.Run("Session", func(t *testing.T) {
+			key := keys.next()
+			ctx, cancel := context.WithCancel(context.Background())
+			err := advisory.WithSessionLock(ctx, tg.DB, key, func(context.Context, *sql.Conn) error {
+				cancel()
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("got %v; want nil: the lock was held until fn returned", err)
+			}
+			pgAwaitFree(t, tg.DB, key)
+		})
+	})
+}
+
+// TestStatementTimeoutIsLockTimeoutIntegration: a wait that a server-side
+// statement_timeout ends while ctx is live matches ErrLockTimeout, for the
+// plain functions and for the scopes with a longer Timeout.
+func TestStatementTimeoutIsLockTimeoutIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		keys := newPGKeys()
+		holder := pgConn(t, tg.DB)
+		db := pgOpenOne(t, tg)
+		pgExec(t, db, "SET statement_timeout = 150")
+		for _, tc := range []struct {
+			name string
+			wait func(key advisory.Key) error
+		}{
+			{"Lock", func(key advisory.Key) error {
+				conn := pgConn(t, db)
+				defer conn.Close()
+				return advisory.Lock(ctx, conn, key)
+			}},
+			{"WithXactLock", func(key advisory.Key) error {
+				return advisory.WithXactLock(ctx, db, key, func(context.Context, *sql.Tx) error { return nil },
+					advisory.Timeout(time.Minute))
+			}},
+			{"WithSessionLock", func(key advisory.Key) error {
+				return advisory.WithSessionLock(ctx, db, key, func(context.Context, *sql.Conn) error { return nil },
+					advisory.Timeout(time.Minute))
+			}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				key := keys.next()
+				if err := advisory.Lock(ctx, holder, key); err != nil {
+					t.Fatal(err)
+				}
+				defer func() { _ = advisory.Unlock(ctx, holder, key) }()
+				if err := tc.wait(key); !errors.Is(err, advisory.ErrLockTimeout) {
+					t.Fatalf("got %v; want ErrLockTimeout", err)
+				}
+				// The session keeps its statement_timeout unless it
+				// was closed; set it again for the next case.
+				pgExec(t, db, "SET statement_timeout = 150")
+			})
+		}
+	})
+}
