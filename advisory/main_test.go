@@ -3,9 +3,15 @@ package advisory_test
 import (
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/pgadvisory/pgadvisory/internal/pgtest"
 )
 
 // TestMain lets pgtest stop the PostgreSQL servers that the integration
-// tests start.
-func TestMain(m *testing.M) { pgtest.Main(m) }
+// tests start, and then checks that no goroutine the tests started is
+// left: every lease's heartbeat ends with its release or its loss.
+func TestMain(m *testing.M) {
+	ignore := goleak.IgnoreCurrent()
+	pgtest.Main(m, func() error { return goleak.Find(ignore) })
+}

@@ -18,12 +18,24 @@ import (
 // exits. A test binary that crashes, as on a panic or a -timeout, cannot stop
 // them: local clusters die with it, and the next test binary removes the
 // containers that a dead one left behind.
-func Main(m *testing.M) {
+//
+// Each of checks runs after the servers have stopped, when the tests
+// passed; one that returns an error fails the binary, as a leak check
+// does:
+//
+//	func TestMain(m *testing.M) {
+//		ignore := goleak.IgnoreCurrent()
+//		pgtest.Main(m, func() error { return goleak.Find(ignore) })
+//	}
+func Main(m *testing.M, checks ...func() error) {
 	mainCalled.Store(true)
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
-		sig := <-sigs
+		sig, ok := <-sigs
+		if !ok {
+			return // the tests are over
+		}
 		fmt.Fprintf(os.Stderr, "pgtest: %v: stopping servers\n", sig)
 		stopAll()
 		code := 1
@@ -34,6 +46,16 @@ func Main(m *testing.M) {
 	}()
 	code := m.Run()
 	signal.Stop(sigs)
+	close(sigs)
 	stopAll()
+	for _, check := range checks {
+		if code != 0 {
+			break
+		}
+		if err := check(); err != nil {
+			fmt.Fprintf(os.Stderr, "pgtest: after the tests: %v\n", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }

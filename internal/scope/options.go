@@ -18,6 +18,18 @@ type Options struct {
 	Timeout time.Duration // the bound, when Bounded
 	Shared  bool          // a shared lock rather than an exclusive one
 	TxOpts  *sql.TxOptions
+
+	Heartbeat time.Duration // a lease's heartbeat interval; 0 is DefaultHeartbeat
+	Watched   bool          // Heartbeat was given: a session scope runs as a lease
+	Fencing   bool          // a lease takes a fencing token
+}
+
+// HeartbeatInterval returns the lease's heartbeat interval.
+func (o *Options) HeartbeatInterval() time.Duration {
+	if o.Heartbeat > 0 {
+		return o.Heartbeat
+	}
+	return DefaultHeartbeat
 }
 
 // ErrBadOption is wrapped by every error about an option's value.
@@ -39,6 +51,8 @@ func Parse[O ~func(*Options)](opts []O) (Options, error) {
 		return o, fmt.Errorf("%w: Timeout(%v) exceeds the server's limit of %d ms", ErrBadOption, o.Timeout, math.MaxInt32)
 	case o.Try && o.Bounded:
 		return o, fmt.Errorf("%w: Try and Timeout cannot be combined", ErrBadOption)
+	case o.Watched && o.Heartbeat < time.Millisecond:
+		return o, fmt.Errorf("%w: Heartbeat(%v) must be at least a millisecond", ErrBadOption, o.Heartbeat)
 	}
 	return o, nil
 }

@@ -31,23 +31,44 @@ func Session(ctx context.Context, conn *sql.Conn, key sqltext.Key, fn func(conte
 		return err
 	}
 
+	// With a heartbeat, the scope holds its lock as a lease, and a loss
+	// ends fn's context.
+	var lease *Lease
+	if o.Watched {
+		lo := *o
+		lo.Fencing = false // a scope has no use for a token
+		if lease, err = StartLease(ctx, nil, conn, key, &lo, owned); err != nil {
+			return err
+		}
+	}
+
 	// fn's context ends when fn returns, so that database/sql rolls back
 	// a transaction fn began on it and left open.
 	fnCtx, cancelFn := context.WithCancel(ctx)
+	defer cancelFn()
+	if lease != nil {
+		defer context.AfterFunc(lease.Context(), cancelFn)()
+	}
 	e := sessionEnd{conn: conn, key: key, o: o, owned: owned, cancelFn: cancelFn}
+	end := func(discard bool) error {
+		if lease == nil {
+			return e.run(ctx, discard)
+		}
+		return lease.End(ctx, func(context.Context) error { return e.run(ctx, discard) })
+	}
 	finished := false
 	defer func() {
 		if !finished {
 			// fn panicked or called runtime.Goexit: release now, so
 			// that the lock is gone before the panic goes on.
-			e.run(ctx, true)
+			_ = end(true)
 		}
 	}()
 	fnErr := fn(fnCtx, conn)
 	finished = true
 	// A context that ended while fn ran may have dropped the session, or
 	// left a cancel in flight that could hit its next user.
-	return Join(fnErr, e.run(ctx, ctx.Err() != nil))
+	return Join(fnErr, end(ctx.Err() != nil))
 }
 
 // sessionEnd ends a session scope.

@@ -1,0 +1,156 @@
+package advisory
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/pgadvisory/pgadvisory/internal/scope"
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+)
+
+// A Lease is a session lock that knows when it is lost: it holds the lock
+// on a connection of its own, and a heartbeat proves, every interval, that
+// this backend still holds this key. Its [Lease.Context] is cancelled the
+// moment the lease is lost or released, so work done under the lock stops
+// with it:
+//
+//	l, err := advisory.Acquire(ctx, db, key, advisory.Heartbeat(2*time.Second))
+//	if err != nil {
+//		return err
+//	}
+//	defer l.Release(context.WithoutCancel(ctx))
+//	return work(l.Context())
+//
+// A loss is signalled within two heartbeat intervals of the event that
+// caused it: the holder's backend terminated, the server restarted, the
+// server or network frozen (the heartbeat gets no answer within its
+// interval, and the lease gives itself up), or the session ended by
+// idle_session_timeout. Between the event and its detection another
+// holder may already hold the key; that is what fencing tokens
+// ([Fencing], [Lease.Token]) are for.
+//
+// A Lease costs one connection from the pool, held until Release or a
+// loss, and one goroutine, which ends with it. [Acquire] costs two round
+// trips, each heartbeat one, and Release one.
+type Lease struct {
+	key Key
+	l   *scope.Lease
+}
+
+// Acquire takes a session lock on key on a connection of its own from db,
+// as [Lock] does (or as [Try], [Timeout] and [Shared] say), and returns
+// the lease that holds it. The lock is released by [Lease.Release], or when
+// the lease is lost. ctx bounds the acquisition only; the lease outlives
+// it, and its context keeps ctx's values.
+//
+// Besides the lock statement, Acquire sends one statement that confirms
+// this backend holds the key, takes the fencing token when [Fencing] asks
+// for one, and refuses what cannot work: a hot standby, where advisory
+// locks coordinate nothing with the primary (the error names it), and a
+// session that shares its backend with other clients, as behind a
+// transaction pooler such as PgBouncer in transaction mode (the error says
+// so). A pooler is caught at Acquire when the statement lands on another
+// backend or on one where another client holds the key; otherwise the
+// first heartbeat that lands on another backend reports the lease lost.
+//
+// When the lock is not granted the error matches [ErrNotAcquired],
+// [ErrLockTimeout], [ErrDeadlock], or ctx.Err(). On any error, nothing is
+// held: a session in doubt is closed.
+func Acquire(ctx context.Context, db *sql.DB, key Key, opts ...Option) (*Lease, error) {
+	if db == nil {
+		return nil, errNilDB
+	}
+	o, err := scope.Parse(opts)
+	if err != nil {
+		return nil, err
+	}
+	l, err := acquireLease(ctx, db, key.sql(), &o)
+	if scope.IsRetryFencing(err) {
+		// The first token ever taken on this database: create the
+		// sequence, then take the lock anew.
+		// Two first users may race: IF NOT EXISTS does not stop the
+		// loser from failing on the catalog's unique index.
+		_, err = db.ExecContext(ctx, sqltext.CreateFencingSequence)
+		if err != nil && scope.SQLState(err) != "23505" && scope.SQLState(err) != "42P07" {
+			return nil, scope.Fail(ctx, "create fencing sequence", key.String(), err)
+		}
+		l, err = acquireLease(ctx, db, key.sql(), &o)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Lease{key: key, l: l}, nil
+}
+
+func acquireLease(ctx context.Context, db *sql.DB, key sqltext.Key, o *scope.Options) (*scope.Lease, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, scope.Fail(ctx, "connect", key.String(), err)
+	}
+	op, stmt := o.LockStatement(false, key)
+	acquired, err := scope.Acquire(ctx, conn, op, []sqltext.Key{key}, stmt)
+	if err == nil && o.Try && !acquired {
+		err = scope.FailKind(op, key.String(), ErrNotAcquired, nil)
+	}
+	if err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	return scope.StartLease(ctx, db, conn, key, o, true)
+}
+
+// Key returns the key the lease holds.
+func (l *Lease) Key() Key { return l.key }
+
+// Context returns a context that is cancelled the moment the lease is lost
+// or released. context.Cause(l.Context()) then returns [Lease.Err]'s loss,
+// or an error saying the lease was released.
+func (l *Lease) Context() context.Context { return l.l.Context() }
+
+// Done returns a channel that is closed when the lease is lost or
+// released, as [context.Context.Done] does.
+func (l *Lease) Done() <-chan struct{} { return l.l.Context().Done() }
+
+// Err returns nil while the lease holds its lock. After a loss it returns
+// an error matching [ErrLockLost] whose cause (the driver's error, or what
+// the heartbeat found) stays reachable with [errors.As] and [errors.Is];
+// after [Lease.Release] it returns [context.Canceled].
+func (l *Lease) Err() error { return l.l.Err() }
+
+// Token returns the lease's fencing token, or 0 when [Fencing] was not
+// given. Tokens strictly increase across successive holders of a key, and
+// across restarts of the server: a resource that records the highest token
+// it has seen can refuse a write from a holder whose lease was lost.
+func (l *Lease) Token() int64 { return l.l.Token() }
+
+// Release stops the heartbeat, releases the lock and returns the
+// connection to the pool. It is idempotent: later calls return the first
+// result. It returns an error matching [ErrLockLost] if the lease was lost
+// before it; the lock is gone either way. ctx bounds the release; use a
+// context that is still live, such as context.WithoutCancel(ctx).
+func (l *Lease) Release(ctx context.Context) error { return l.l.Release(ctx) }
+
+// Heartbeat sets the interval of a lease's heartbeat to d, for [Acquire],
+// and makes [WithSessionLock] and [WithSessionLockConn] hold their lock as
+// a lease: fn then runs with a context that a loss cancels, and the scope
+// returns an error matching [ErrLockLost] even if fn returns nil. Each
+// heartbeat must be answered within d, so a loss is signalled within 2d.
+// The default, for Acquire, is 5 seconds. d must be at least a
+// millisecond.
+//
+// While fn's own statement runs on the scope's connection, the heartbeat
+// waits for it, and the statement itself reports a lost session; bound
+// fn's statements with ctx or statement_timeout, since a frozen server
+// stalls both.
+func Heartbeat(d time.Duration) Option {
+	return func(o *scope.Options) { o.Heartbeat, o.Watched = d, true }
+}
+
+// Fencing makes [Acquire] take a fencing token, [Lease.Token], in the same
+// statement that confirms the lock. Tokens come from the sequence
+// pgadvisory_fencing_token, which the first use creates (this needs CREATE
+// on the schema first in the search_path; later uses need USAGE and UPDATE
+// on the sequence). Sequences survive restarts, so tokens never go back.
+// The scoped helpers ignore it.
+func Fencing() Option { return func(o *scope.Options) { o.Fencing = true } }

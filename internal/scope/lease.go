@@ -1,0 +1,236 @@
+package scope
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+)
+
+// DefaultHeartbeat is the heartbeat interval of a lease when Heartbeat is
+// not given.
+const DefaultHeartbeat = 5 * time.Second
+
+// Errors a lease's start reports.
+var (
+	ErrStandby = errors.New("advisory: the server is a hot standby, where advisory locks coordinate nothing with the primary")
+	ErrPooler  = errors.New("advisory: the session is shared: a transaction pooler (such as PgBouncer in transaction mode) sits between the client and the server, and session locks cannot work through it")
+)
+
+// errReleased is the cause of a released lease's context.
+var errReleased = errors.New("advisory: lease released")
+
+// A Lease is a session lock on a connection of its own, watched by a
+// heartbeat that proves, every interval, that the backend still holds the
+// key. Its context ends the moment the lock is lost or released.
+type Lease struct {
+	conn     *sql.Conn
+	key      sqltext.Key
+	o        Options
+	owned    bool
+	pid      int64
+	token    int64
+	interval time.Duration
+	holds    string // the heartbeat statement
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	stop   chan struct{} // closed by Release
+	done   chan struct{} // closed when the heartbeat has stopped
+
+	mu      sync.Mutex
+	err     error // set once: the loss, or context.Canceled on release
+	relErr  error // what Release returned
+	endOnce sync.Once
+}
+
+// StartLease starts the lease of a session lock that conn has just taken
+// on key as o says: one round trip confirms the backend holds the key,
+// refuses a hot standby and a shared session, and takes a fencing token
+// when o asks for one; then a goroutine starts the heartbeat. When owned,
+// the lease took conn for itself and closes it at the end. On error the
+// session has been discarded, and the lock with it.
+func StartLease(ctx context.Context, db *sql.DB, conn *sql.Conn, key sqltext.Key, o *Options, owned bool) (*Lease, error) {
+	l := &Lease{conn: conn, key: key, o: *o, owned: owned, interval: o.HeartbeatInterval()}
+	var token sql.NullInt64
+	var standby, held bool
+	err := conn.QueryRowContext(ctx, sqltext.LeaseStart(o.Shared, key, o.Fencing)).Scan(&l.pid, &standby, &held, &token)
+	if o.Fencing && SQLState(err) == "42P01" && db != nil {
+		// The first fencing token ever: create the sequence, and take
+		// the lock anew on a fresh session.
+		l.discard()
+		return nil, errRetryFencing
+	}
+	switch {
+	case err != nil:
+		err = Fail(ctx, "lease", key.String(), err)
+	case standby:
+		err = FailKind("lease", key.String(), ErrStandby, nil)
+	case !held:
+		err = FailKind("lease", key.String(), ErrPooler, nil)
+	}
+	if err != nil {
+		l.discard()
+		return nil, err
+	}
+	l.token = token.Int64
+	l.holds = sqltext.Holds(l.pid, o.Shared, key)
+	l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	l.stop, l.done = make(chan struct{}), make(chan struct{})
+	go l.watch()
+	return l, nil
+}
+
+// errRetryFencing tells the caller to create the fencing sequence and
+// acquire again.
+var errRetryFencing = errors.New("advisory: fencing sequence missing")
+
+// IsRetryFencing reports whether err asks the caller to create the fencing
+// sequence with [sqltext.CreateFencingSequence] and acquire again.
+func IsRetryFencing(err error) bool { return err == errRetryFencing }
+
+// Context returns the lease's context, cancelled when the lease is lost or
+// released; context.Cause tells which.
+func (l *Lease) Context() context.Context { return l.ctx }
+
+// Token returns the fencing token, or 0 without fencing.
+func (l *Lease) Token() int64 { return l.token }
+
+// Err returns nil while the lease holds, an error matching ErrLockLost
+// after a loss, and context.Canceled after Release.
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// watch runs the heartbeat until Release or a loss.
+func (l *Lease) watch() {
+	defer close(l.done)
+	t := time.NewTimer(l.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		if err := l.beat(); err != nil {
+			l.lose(err)
+			l.discard()
+			return
+		}
+		t.Reset(l.interval)
+	}
+}
+
+// beat proves the lock with one round trip, bounded by the heartbeat
+// interval. It runs the statement on the driver's connection through
+// Raw, so that time spent waiting for a statement of the caller's on the
+// same connection does not count against the bound. If the server does
+// not answer in time, the loss is signalled at once, even though the
+// statement may go on until the driver gives it up.
+func (l *Lease) beat() error {
+	var n int64
+	var err error
+	rawErr := l.conn.Raw(func(dc any) error {
+		ex, ok := dc.(driver.ExecerContext)
+		if !ok {
+			err = fmt.Errorf("advisory: the driver's connection (%T) does not implement driver.ExecerContext", dc)
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), l.interval)
+		defer cancel()
+		late := context.AfterFunc(ctx, func() {
+			l.lose(fmt.Errorf("heartbeat: no answer within %v", l.interval))
+		})
+		defer late()
+		var res driver.Result
+		if res, err = ex.ExecContext(ctx, l.holds, nil); err == nil {
+			n, err = res.RowsAffected()
+		}
+		if err == nil && ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return nil // the lease discards the session itself
+	})
+	switch {
+	case rawErr != nil:
+		return rawErr
+	case SQLState(err) == "25P02":
+		// A transaction of the caller's failed on this connection: the
+		// session answered, so it lives, and its locks with it.
+		return nil
+	case err != nil:
+		return err
+	case n != 1:
+		return errors.New("heartbeat: the session no longer holds the lock")
+	}
+	return nil
+}
+
+// lose records the loss, once, and cancels the lease's context.
+func (l *Lease) lose(cause error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return
+	}
+	err := FailKind("lease", l.key.String(), ErrLockLost, cause)
+	l.err = err
+	l.cancel(err)
+}
+
+// discard closes the session, so that the server drops whatever it holds,
+// and closes conn when the lease owns it.
+func (l *Lease) discard() {
+	Discard(l.conn)
+	if l.owned {
+		_ = l.conn.Close()
+	}
+}
+
+// Release stops the heartbeat and releases the lock, once: later calls
+// return the first result. It reports an error matching ErrLockLost if
+// the lease was lost before it. ctx bounds the wait for a heartbeat in
+// flight and the release itself.
+func (l *Lease) Release(ctx context.Context) error {
+	l.endOnce.Do(func() { l.relErr = l.release(ctx, nil) })
+	return l.relErr
+}
+
+// End is Release for a scope whose fn has returned: end is the scope's end
+// of session, which releases the lock and tells a transaction left open.
+func (l *Lease) End(ctx context.Context, end func(ctx context.Context) error) error {
+	l.endOnce.Do(func() { l.relErr = l.release(ctx, end) })
+	return l.relErr
+}
+
+func (l *Lease) release(ctx context.Context, end func(context.Context) error) error {
+	close(l.stop)
+	select {
+	case <-l.done:
+	case <-ctx.Done():
+		// A heartbeat is stuck on a server that does not answer; it
+		// will discard the session when the driver gives up.
+		l.lose(fmt.Errorf("release: %w", ctx.Err()))
+		return l.Err()
+	}
+	if err := l.Err(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	l.err = context.Canceled
+	l.mu.Unlock()
+	defer l.cancel(errReleased)
+	if end != nil {
+		return end(ctx)
+	}
+	e := sessionEnd{conn: l.conn, key: l.key, o: &l.o, owned: l.owned, cancelFn: func() {}}
+	return e.run(ctx, false)
+}

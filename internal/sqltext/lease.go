@@ -1,0 +1,67 @@
+package sqltext
+
+import "strconv"
+
+// tag renders the pg_locks columns that name key: classid, objid and
+// objsubid, as pg_locks shows a bigint key (objsubid 1) or a pair (2).
+func (k Key) tag() (classid, objid uint32, objsubid int) {
+	if k.Pair {
+		return uint32(k.A), uint32(k.B), 2
+	}
+	return uint32(uint64(k.Bigint) >> 32), uint32(k.Bigint), 1
+}
+
+// heldBy renders the condition, on pg_locks, that the backend named by
+// pid (an SQL expression) holds key in mode.
+func heldBy(pid string, shared bool, key Key) string {
+	c, o, s := key.tag()
+	mode := "ExclusiveLock"
+	if shared {
+		mode = "ShareLock"
+	}
+	return "locktype = 'advisory' AND pid = " + pid +
+		" AND classid = " + strconv.FormatUint(uint64(c), 10) + "::int8::oid" +
+		" AND objid = " + strconv.FormatUint(uint64(o), 10) + "::int8::oid" +
+		" AND objsubid = " + strconv.Itoa(s) +
+		" AND mode = '" + mode + "' AND granted"
+}
+
+// Holds returns the statement that proves a lease: it affects one row when
+// backend pid is the session's own and holds key in the lease's mode, and
+// none otherwise:
+//
+//	SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = 4242 AND
+//	pid = pg_backend_pid() AND classid = 0::int8::oid AND objid =
+//	42::int8::oid AND objsubid = 1 AND mode = 'ExclusiveLock' AND granted
+//
+// The backend check catches a statement that a transaction pooler routed
+// to another backend.
+func Holds(pid int64, shared bool, key Key) string {
+	return "SELECT 1 FROM pg_locks WHERE " +
+		heldBy(strconv.FormatInt(pid, 10)+" AND pid = pg_backend_pid()", shared, key)
+}
+
+// LeaseFencingSequence names the sequence whose values are fencing tokens.
+const LeaseFencingSequence = "pgadvisory_fencing_token"
+
+// CreateFencingSequence creates the fencing sequence if it does not exist.
+const CreateFencingSequence = "CREATE SEQUENCE IF NOT EXISTS " + LeaseFencingSequence
+
+// LeaseStart returns the statement that a lease sends right after its lock
+// statement. It returns one row: the backend's pid, whether the server is
+// a hot standby, whether the backend holds key in the lease's mode, and,
+// with fencing, the next fencing token (NULL on a standby, where nextval
+// cannot run):
+//
+//	SELECT pg_backend_pid(), pg_is_in_recovery(), EXISTS (SELECT 1 FROM
+//	pg_locks WHERE ... pid = pg_backend_pid() ...), CASE WHEN
+//	pg_is_in_recovery() THEN NULL ELSE nextval('pgadvisory_fencing_token')
+//	END
+func LeaseStart(shared bool, key Key, fencing bool) string {
+	token := "NULL::int8"
+	if fencing {
+		token = "CASE WHEN pg_is_in_recovery() THEN NULL ELSE nextval('" + LeaseFencingSequence + "') END"
+	}
+	return "SELECT pg_backend_pid(), pg_is_in_recovery(), EXISTS (SELECT 1 FROM pg_locks WHERE " +
+		heldBy("pg_backend_pid()", shared, key) + "), " + token
+}
