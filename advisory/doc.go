@@ -39,18 +39,33 @@
 // # No ghost locks
 //
 // Closing a *sql.Conn returns its session to the pool with its locks, so an
-// unreleased session lock would stay behind for the next user of that
-// connection. This package never lets that happen. Whenever an operation
-// on a session ends in doubt, the session is closed instead of trusted:
-// after an acquire that failed (a lock can be granted in the same instant
-// that a cancel or a timeout fails the call), an acquire that succeeded
-// only as the caller's context ended, a release that failed or found the
-// key not held, a multi-key statement that failed partway, a context that
-// ended while a session scope's fn ran, or a panic in a scoped helper's
-// fn. The session is closed through (*sql.Conn).Raw returning
+// unreleased session lock stays behind for the next user of that
+// connection. The scoped helpers and leases never let that happen: they
+// release what they took, and whenever an operation on a session ends in
+// doubt they close the session instead of trusting it. So do the plain
+// functions, for what they can see: after an acquire that failed (a lock
+// can be granted in the same instant that a cancel or a timeout fails the
+// call), an acquire that succeeded only as the caller's context ended, a
+// release that failed or found the key not held, or a multi-key statement
+// that failed partway. What they cannot see is a lock the caller took and
+// never released: after [Lock], the caller must [Unlock] before it closes
+// conn. The session is closed through (*sql.Conn).Raw returning
 // driver.ErrBadConn, the one way to make database/sql discard a
 // connection; conn then reports [sql.ErrConnDone], and the server releases
 // everything the session held.
+//
+// # Leases
+//
+// A session lock is only as good as the session under it: a terminated
+// backend, a restarted server or a broken network ends it, and its holder
+// learns of it only when it next uses the connection. [Acquire] returns a
+// [Lease], a session lock on a connection of its own with a heartbeat that
+// proves, every interval, that this backend still holds this key; its
+// [Lease.Context] is cancelled the moment the lock is lost or released.
+// [Heartbeat] makes [WithSessionLock] hold its lock the same way, and
+// [Fencing] gives each holder a token that only grows, so that a resource
+// can refuse a holder that lost its lease and does not know it yet. See
+// docs/leases.md.
 //
 // # Keys
 //
