@@ -266,7 +266,8 @@ func testStream(t *testing.T, db *sql.DB) {
 // to the pool.
 func testStreamCancelled(t *testing.T, db *sql.DB) {
 	a := newOrderApp(t, db)
-	conn, ended := serveOrders(t, db, a, testNamespace(t))
+	ns := testNamespace(t)
+	conn, ended := serveOrders(t, db, a, ns)
 	t.Cleanup(a.unblock)
 
 	ctx, cancel := context.WithCancel(ctxWith(t))
@@ -286,6 +287,9 @@ func testStreamCancelled(t *testing.T, db *sql.DB) {
 	if n := a.rows(t, db, "gone"); n != 0 {
 		t.Errorf("the cancelled stream's work left %d rows, want 0", n)
 	}
+	// The server ends the cancelled call's session, and so frees the
+	// lock, a moment after the client saw the call fail.
+	pgtest.AwaitFree(t, db, advisory.PairKey(ns, 42))
 	if _, err := watch(ctxWith(t), conn, "x-order-id", "42", "tag", "after"); err != nil {
 		t.Errorf("the next stream for the order: %v; the lock is still held", err)
 	}
