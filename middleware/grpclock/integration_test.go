@@ -180,7 +180,7 @@ func serveOrders(t *testing.T, db *sql.DB, a *orderApp, ns int32) (*grpc.ClientC
 	}
 	conn := startServer(t, a.service(),
 		grpc.ChainUnaryInterceptor(outerUnary, grpclock.UnaryServerInterceptor(db, grpclock.FieldKey(ns, "value"))),
-		grpc.ChainStreamInterceptor(outerStream, grpclock.StreamServerInterceptor(db, grpclock.MetadataIDKey(ns, "x-order-id"))))
+		grpc.ChainStreamInterceptor(outerStream, grpclock.StreamServerInterceptor(db, grpclock.MetadataKey(ns, "x-order-id"))))
 	return conn, ended
 }
 
@@ -223,7 +223,7 @@ func testUnary(t *testing.T, db *sql.DB) {
 
 // testStream: two concurrent streams for order 42 give one OK and one
 // Aborted, and so does a unary call for order 42 while the stream holds
-// it: MetadataIDKey and FieldKey take the same lock.
+// it: MetadataKey and FieldKey take the same lock.
 func testStream(t *testing.T, db *sql.DB) {
 	a := newOrderApp(t, db)
 	conn, _ := serveOrders(t, db, a, testNamespace(t))

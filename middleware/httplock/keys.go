@@ -46,7 +46,7 @@ func PathInt64Key(param string) KeyFunc {
 // PathNameKey panics if no parameter is given or one is empty.
 func PathNameKey(ns int32, params ...string) KeyFunc {
 	if len(params) == 0 {
-		panic("middleware: PathNameKey: no path parameters given")
+		panic("httplock: PathNameKey: no path parameters given")
 	}
 	srcs := make([]source, len(params))
 	for i, p := range params {
@@ -81,7 +81,7 @@ func ValueInt64Key(get func(*http.Request) string) KeyFunc {
 // ValueNameKey panics if no func is given or one is nil.
 func ValueNameKey(ns int32, gets ...func(*http.Request) string) KeyFunc {
 	if len(gets) == 0 {
-		panic("middleware: ValueNameKey: no value funcs given")
+		panic("httplock: ValueNameKey: no value funcs given")
 	}
 	srcs := make([]source, len(gets))
 	for i, get := range gets {

@@ -31,7 +31,7 @@ type options struct {
 // Wait panics if d is negative or longer than the server's limit of
 // math.MaxInt32 milliseconds.
 func Wait(d time.Duration) Option {
-	reqlock.CheckWait("middleware", d)
+	reqlock.CheckWait("httplock", d)
 	return func(o *options) { o.Wait = d }
 }
 
@@ -41,7 +41,7 @@ func Wait(d time.Duration) Option {
 //
 // RetryAfter panics if d is negative.
 func RetryAfter(d time.Duration) Option {
-	reqlock.CheckRetryAfter("middleware", d)
+	reqlock.CheckRetryAfter("httplock", d)
 	return func(o *options) { o.RetryAfter = d }
 }
 
@@ -63,7 +63,7 @@ func TxOptions(opts *sql.TxOptions) Option {
 // CommitPolicy panics if commit is nil.
 func CommitPolicy(commit func(status int) bool) Option {
 	if commit == nil {
-		panic("middleware: CommitPolicy: nil func")
+		panic("httplock: CommitPolicy: nil func")
 	}
 	return func(o *options) { o.commit = commit }
 }
@@ -85,7 +85,7 @@ func CommitPolicy(commit func(status int) bool) Option {
 // ErrorHandler panics if h is nil.
 func ErrorHandler(h func(w http.ResponseWriter, r *http.Request, err error)) Option {
 	if h == nil {
-		panic("middleware: ErrorHandler: nil func")
+		panic("httplock: ErrorHandler: nil func")
 	}
 	return func(o *options) { o.onError = h }
 }
@@ -112,7 +112,7 @@ func ErrorHandler(h func(w http.ResponseWriter, r *http.Request, err error)) Opt
 // ErrorResponse panics if status is not in the range 400 to 599.
 func ErrorResponse(target error, status int, body string) Option {
 	if status < 400 || status > 599 {
-		panic(fmt.Sprintf("middleware: ErrorResponse: status %d is not an error status (400-599)", status))
+		panic(fmt.Sprintf("httplock: ErrorResponse: status %d is not an error status (400-599)", status))
 	}
 	return func(o *options) { o.responses = append(o.responses, response{target, status, body}) }
 }
