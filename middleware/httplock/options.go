@@ -22,8 +22,9 @@ type options struct {
 
 // Wait makes the middleware wait up to d for a lock that another request
 // holds, instead of answering 409 Conflict at once. The server enforces the
-// bound (advisory.Timeout); a wait that runs out is answered as a busy
-// lock, 409 Conflict with Retry-After. The request's context can end the
+// bound ([advisory.Timeout]); a wait that runs out, or that a shorter
+// statement_timeout of the server cancels, is answered as a busy lock,
+// 409 Conflict with Retry-After. The request's context can end the
 // wait sooner: its deadline is answered 503 Service Unavailable, a client
 // that goes away gets nothing. Wait(0) keeps the default, which does not
 // wait.
@@ -96,16 +97,8 @@ func ErrorHandler(h func(w http.ResponseWriter, r *http.Request, err error)) Opt
 // context.DeadlineExceeded, or any error the lock can fail with, such as
 // advisory.ErrDeadlock. A nil target sets the answer to every error that
 // no other target matches. An empty body sends the status alone. Later
-// options override earlier ones. The defaults are:
-//
-//	context.Canceled          499, no body (see StatusClientClosedRequest)
-//	context.DeadlineExceeded  503 Service Unavailable
-//	ErrBadKey                 400 Bad Request
-//	advisory.ErrNotAcquired   409 Conflict, with Retry-After
-//	advisory.ErrLockTimeout   409 Conflict, with Retry-After
-//	ErrUnavailable            503 Service Unavailable
-//	ErrCommit                 500 Internal Server Error
-//	anything else             500 Internal Server Error
+// options override earlier ones. The defaults are in the package
+// documentation's Failures section.
 //
 // A busy lock gets its Retry-After header whatever status it is given.
 //
