@@ -291,7 +291,8 @@ func testStreamCancelled(t *testing.T, db *sql.DB) {
 	// lock, a moment after the client saw the call fail.
 	pgtest.AwaitFree(t, db, advisory.PairKey(ns, 42))
 	if _, err := watch(ctxWith(t), conn, "x-order-id", "42", "tag", "after"); err != nil {
-		t.Errorf("the next stream for the order: %v; the lock is still held", err)
+		locks, _ := pgtest.LocksOf(context.Background(), db, advisory.PairKey(ns, 42))
+		t.Errorf("the next stream for the order: %v (pg_locks now shows %v); ended: %v", err, locks, errors.Unwrap(await(t, ended)))
 	}
 	awaitIdle(t, db)
 }

@@ -76,7 +76,7 @@ func testGoneMidHandler(t *testing.T, db *sql.DB) {
 	// a moment after the client saw its request fail.
 	pgtest.AwaitFree(t, db, advisory.PairKey(ns, 42))
 	if r := fetch(srv.URL + "/orders/42?tag=after"); r.status != http.StatusOK {
-		t.Errorf("the next request got %d (%v), want 200: the lock is still held", r.status, r.err)
+		t.Errorf("the next request got %d (%v), want 200; the error handler got %v", r.status, r.err, awaitError(t, errs))
 	}
 	srv.Close() // waits for the handlers
 	awaitIdle(t, db)
