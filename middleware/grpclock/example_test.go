@@ -18,7 +18,6 @@ import (
 
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/middleware/grpclock"
-	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 	"github.com/pgadvisory/pgadvisory/mock"
 )
 
@@ -68,8 +67,7 @@ func ExampleUnaryServerInterceptor() {
 	// Aborted
 }
 
-// FieldKey reads a field of any proto message: integers become a pair key,
-// strings a hashed name key.
+// FieldKey reads an integer field of any proto message as an int32 id.
 func ExampleFieldKey() {
 	key := grpclock.FieldKey(7, "value")
 	k, err := key(context.Background(), "/shop.Orders/Pay", wrapperspb.Int64(42))
@@ -78,13 +76,13 @@ func ExampleFieldKey() {
 	fmt.Println(err)
 	// Output:
 	// 7:42 <nil>
-	// middleware: bad lock key: field "value" = "1099511627776": out of range [-2147483648, 2147483647]
+	// grpclock: bad lock key: field "value" = "1099511627776": out of range [-2147483648, 2147483647]
 }
 
-// MetadataKey locks a stream on a name in its metadata, hashed as
+// MetadataNameKey locks a stream on a name in its metadata, hashed as
 // advisory.NameKey: for namespaces of names, such as tenants.
-func ExampleMetadataKey() {
-	key := grpclock.MetadataKey(9, "x-tenant")
+func ExampleMetadataNameKey() {
+	key := grpclock.MetadataNameKey(9, "x-tenant")
 	ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-tenant", "acme"))
 	k, err := key(ctx, "/shop.Reports/Stream")
 	fmt.Println(k, err)
@@ -92,11 +90,11 @@ func ExampleMetadataKey() {
 	// 9:-1850687378 <nil>
 }
 
-// MetadataIDKey locks a stream on an integer id in its metadata: the same
+// MetadataKey locks a stream on an integer id in its metadata: the same
 // key FieldKey gives a unary call whose request holds that id, so that a
 // stream and a call on order 42 exclude each other.
-func ExampleMetadataIDKey() {
-	stream := grpclock.MetadataIDKey(7, "x-order-id")
+func ExampleMetadataKey() {
+	stream := grpclock.MetadataKey(7, "x-order-id")
 	ctx := metadata.NewIncomingContext(context.Background(), metadata.Pairs("x-order-id", "42"))
 	k1, _ := stream(ctx, "/shop.Orders/Watch")
 	unary := grpclock.FieldKey(7, "value")
@@ -106,18 +104,18 @@ func ExampleMetadataIDKey() {
 	// 7:42 7:42 true
 }
 
-// A key function returns httplock.ErrNoLock for the methods that need
+// A key function returns grpclock.ErrNoLock for the methods that need
 // no lock; they are served without a transaction.
 func ExampleKeyFunc_noLock() {
 	byOrder := grpclock.FieldKey(7, "value")
 	key := func(ctx context.Context, method string, req any) (advisory.Key, error) {
 		if method == "/shop.Orders/Get" {
-			return advisory.Key{}, httplock.ErrNoLock
+			return advisory.Key{}, grpclock.ErrNoLock
 		}
 		return byOrder(ctx, method, req)
 	}
 	_, err := key(context.Background(), "/shop.Orders/Get", wrapperspb.Int64(42))
-	fmt.Println(errors.Is(err, httplock.ErrNoLock))
+	fmt.Println(errors.Is(err, grpclock.ErrNoLock))
 	k, _ := key(context.Background(), "/shop.Orders/Pay", wrapperspb.Int64(42))
 	fmt.Println(k)
 	// Output:

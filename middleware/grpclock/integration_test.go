@@ -180,7 +180,7 @@ func serveOrders(t *testing.T, db *sql.DB, a *orderApp, ns int32) (*grpc.ClientC
 	}
 	conn := startServer(t, a.service(),
 		grpc.ChainUnaryInterceptor(outerUnary, grpclock.UnaryServerInterceptor(db, grpclock.FieldKey(ns, "value"))),
-		grpc.ChainStreamInterceptor(outerStream, grpclock.StreamServerInterceptor(db, grpclock.MetadataIDKey(ns, "x-order-id"))))
+		grpc.ChainStreamInterceptor(outerStream, grpclock.StreamServerInterceptor(db, grpclock.MetadataKey(ns, "x-order-id"))))
 	return conn, ended
 }
 
@@ -223,7 +223,7 @@ func testUnary(t *testing.T, db *sql.DB) {
 
 // testStream: two concurrent streams for order 42 give one OK and one
 // Aborted, and so does a unary call for order 42 while the stream holds
-// it: MetadataIDKey and FieldKey take the same lock.
+// it: MetadataKey and FieldKey take the same lock.
 func testStream(t *testing.T, db *sql.DB) {
 	a := newOrderApp(t, db)
 	conn, _ := serveOrders(t, db, a, testNamespace(t))
@@ -266,7 +266,8 @@ func testStream(t *testing.T, db *sql.DB) {
 // to the pool.
 func testStreamCancelled(t *testing.T, db *sql.DB) {
 	a := newOrderApp(t, db)
-	conn, ended := serveOrders(t, db, a, testNamespace(t))
+	ns := testNamespace(t)
+	conn, ended := serveOrders(t, db, a, ns)
 	t.Cleanup(a.unblock)
 
 	ctx, cancel := context.WithCancel(ctxWith(t))
@@ -286,8 +287,12 @@ func testStreamCancelled(t *testing.T, db *sql.DB) {
 	if n := a.rows(t, db, "gone"); n != 0 {
 		t.Errorf("the cancelled stream's work left %d rows, want 0", n)
 	}
+	// The server ends the cancelled call's session, and so frees the
+	// lock, a moment after the client saw the call fail.
+	pgtest.AwaitFree(t, db, advisory.PairKey(ns, 42))
 	if _, err := watch(ctxWith(t), conn, "x-order-id", "42", "tag", "after"); err != nil {
-		t.Errorf("the next stream for the order: %v; the lock is still held", err)
+		locks, _ := pgtest.LocksOf(context.Background(), db, advisory.PairKey(ns, 42))
+		t.Errorf("the next stream for the order: %v (pg_locks now shows %v); ended: %v", err, locks, errors.Unwrap(await(t, ended)))
 	}
 	awaitIdle(t, db)
 }

@@ -3,8 +3,6 @@ package grpclock
 import (
 	"context"
 	"fmt"
-	"math"
-	"strconv"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
@@ -12,19 +10,18 @@ import (
 
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/internal/reqlock"
-	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 )
 
 // A KeyFunc returns the lock key of a unary call from its context, its full
 // method name ("/package.Service/Method") and its request message. An
 // error fails the call before any transaction begins, except
-// httplock.ErrNoLock, which has the call served at once without a
-// transaction or a lock (advisory.TxFromContext then reports false).
+// [ErrNoLock], which has the call served at once without a transaction
+// or a lock (advisory.TxFromContext then reports false).
 // The client gets:
 //
 //   - for an error that carries a gRPC status (made with status.Error,
 //     possibly wrapped), that status, code and message as they are;
-//   - for an error matching httplock.ErrBadKey, codes.InvalidArgument
+//   - for an error matching [ErrBadKey], codes.InvalidArgument
 //     with the error's message, cut to 256 bytes: keep secrets out of it;
 //   - for any other error, codes.InvalidArgument with a fixed message.
 //
@@ -37,76 +34,74 @@ type KeyFunc func(ctx context.Context, fullMethod string, req any) (advisory.Key
 // are treated as a [KeyFunc]'s are.
 type StreamKeyFunc func(ctx context.Context, fullMethod string) (advisory.Key, error)
 
-// FieldKey returns a KeyFunc that reads the top-level field named field
-// (its name in the .proto file, such as "order_id") of the request
-// message, through protoreflect, so it works with any generated message:
+// FieldKey returns a KeyFunc that reads the top-level integer field named
+// field (its name in the .proto file, such as "order_id") of the request
+// message, through protoreflect, so it works with any generated message,
+// and gives advisory.PairKey(ns, id): the key that [MetadataKey] gives a
+// stream whose metadata holds the same id. The id is checked as the
+// package documentation's Keys section says: an unset field, 0, or a
+// value out of the int32 range is an error matching [ErrBadKey], and the
+// call fails with codes.InvalidArgument.
 //
-//   - an integer field gives advisory.PairKey(ns, id); the value must fit
-//     in an int32;
-//   - a string or bytes field gives advisory.NameKey(ns, value), the key
-//     that pg_advisory_xact_lock(ns, hashtext(value)) takes.
-//
-// A field that is unset or holds 0 or "" (whether or not the field tracks
-// presence), or an integer out of the int32 range, is an error matching
-// httplock.ErrBadKey: the call fails with codes.InvalidArgument. A
-// request type without the field, or a field of another kind, is a
-// mistake in the server, and fails the call with codes.Internal; the
-// details are in the error's cause, not in the client's message.
+// A request type without the field, or a field that is not a singular
+// integer, is a mistake in the server and fails the call with
+// codes.Internal; the details are in the error's cause, not in the
+// client's message. For a string field that names a resource, use
+// [FieldNameKey].
 //
 // FieldKey panics if field is not a valid proto field name.
 func FieldKey(ns int32, field string) KeyFunc {
 	name := fieldName("FieldKey", field)
 	return func(_ context.Context, fullMethod string, req any) (advisory.Key, error) {
-		fd, v, err := fieldValue(fullMethod, req, name)
+		id, err := fieldInt(fullMethod, "FieldKey", req, name, 32)
 		if err != nil {
 			return advisory.Key{}, err
 		}
-		switch kind := fd.Kind(); {
-		case isSigned(kind), isUnsigned(kind):
-			id, err := fieldInt(fd, v, field, math.MinInt32, math.MaxInt32)
-			if err != nil {
-				return advisory.Key{}, err
-			}
-			return advisory.PairKey(ns, int32(id)), nil
-		case kind == protoreflect.StringKind, kind == protoreflect.BytesKind:
-			s := v.String()
-			if kind == protoreflect.BytesKind {
-				s = string(v.Bytes())
-			}
-			if s == "" {
-				return advisory.Key{}, badKey(reqlock.Invalid(fmt.Sprintf("field %q", field), "", "empty"))
-			}
-			return advisory.NameKey(ns, s), nil
-		}
-		return advisory.Key{}, misconfigured(fmt.Errorf("FieldKey: %s: field %q is a %s, not an integer or a string",
-			fullMethod, field, fd.Kind()))
+		return advisory.PairKey(ns, int32(id)), nil
 	}
 }
 
-// FieldInt64Key returns a KeyFunc that reads the top-level integer field
-// named field of the request message, as [FieldKey] does, and gives
-// advisory.Int64Key(id): for int64, uint32 and the other integer kinds.
-// An unsigned value above math.MaxInt64 is an error matching
-// httplock.ErrBadKey, as are an unset field and 0. A field of another
-// kind fails the call with codes.Internal.
+// FieldInt64Key is [FieldKey] for an int64 id: it gives
+// advisory.Int64Key(id), the key [MetadataInt64Key] gives the same id.
+// Every integer kind is read; an unsigned value above math.MaxInt64 is an
+// error matching [ErrBadKey], as are an unset field and 0.
 //
 // FieldInt64Key panics if field is not a valid proto field name.
 func FieldInt64Key(field string) KeyFunc {
 	name := fieldName("FieldInt64Key", field)
 	return func(_ context.Context, fullMethod string, req any) (advisory.Key, error) {
-		fd, v, err := fieldValue(fullMethod, req, name)
-		if err != nil {
-			return advisory.Key{}, err
-		}
-		if kind := fd.Kind(); !isSigned(kind) && !isUnsigned(kind) {
-			return advisory.Key{}, misconfigured(fmt.Errorf("FieldInt64Key: %s: field %q is a %s, not an integer",
-				fullMethod, field, kind))
-		}
-		id, err := fieldInt(fd, v, field, math.MinInt64, math.MaxInt64)
+		id, err := fieldInt(fullMethod, "FieldInt64Key", req, name, 64)
 		if err != nil {
 			return advisory.Key{}, err
 		}
 		return advisory.Int64Key(id), nil
+	}
+}
+
+// FieldNameKey returns a KeyFunc that reads the top-level string or bytes
+// field named field of the request message, as [FieldKey] does, and gives
+// advisory.NameKey(ns, value), the key that
+// pg_advisory_xact_lock(ns, hashtext(value)) takes, and that
+// [MetadataNameKey] gives a stream whose metadata holds the same name. An
+// unset or empty field is an error matching [ErrBadKey]. A field of
+// another kind fails the call with codes.Internal.
+//
+// FieldNameKey panics if field is not a valid proto field name.
+func FieldNameKey(ns int32, field string) KeyFunc {
+	name := fieldName("FieldNameKey", field)
+	return func(_ context.Context, fullMethod string, req any) (advisory.Key, error) {
+		fd, v, err := fieldValue(fullMethod, "FieldNameKey", req, name, isText, "a string or bytes")
+		if err != nil {
+			return advisory.Key{}, err
+		}
+		s := v.String()
+		if fd.Kind() == protoreflect.BytesKind {
+			s = string(v.Bytes())
+		}
+		if err := reqlock.CheckName(fieldWhat(name), s); err != nil {
+			return advisory.Key{}, badKey(err)
+		}
+		return advisory.NameKey(ns, s), nil
 	}
 }
 
@@ -120,8 +115,10 @@ func fieldName(fn, field string) protoreflect.Name {
 }
 
 // fieldValue returns the descriptor and the value of the set, singular
-// field name of req, a proto message.
-func fieldValue(fullMethod string, req any, name protoreflect.Name) (protoreflect.FieldDescriptor, protoreflect.Value, error) {
+// field name of req, a proto message, for the key function fn, which
+// reads fields of the kinds that fits reports, described as want.
+func fieldValue(fullMethod, fn string, req any, name protoreflect.Name,
+	fits func(protoreflect.Kind) bool, want string) (protoreflect.FieldDescriptor, protoreflect.Value, error) {
 	m, ok := req.(proto.Message)
 	if !ok {
 		return nil, protoreflect.Value{}, misconfigured(fmt.Errorf("%s: request %T is not a proto message", fullMethod, req))
@@ -132,32 +129,43 @@ func fieldValue(fullMethod string, req any, name protoreflect.Name) (protoreflec
 	case fd == nil:
 		return nil, protoreflect.Value{}, misconfigured(fmt.Errorf("%s: %s has no field %q", fullMethod, msg.Descriptor().FullName(), name))
 	case fd.Cardinality() == protoreflect.Repeated:
-		return nil, protoreflect.Value{}, misconfigured(fmt.Errorf("%s: field %q is repeated", fullMethod, name))
+		return nil, protoreflect.Value{}, misconfigured(fmt.Errorf("%s: %s: field %q is repeated", fn, fullMethod, name))
+	case !fits(fd.Kind()):
+		return nil, protoreflect.Value{}, misconfigured(fmt.Errorf("%s: %s: field %q is a %s, not %s",
+			fn, fullMethod, name, fd.Kind(), want))
 	case !msg.Has(fd):
-		return nil, protoreflect.Value{}, badKey(reqlock.Invalid(fmt.Sprintf("field %q", name), "", "unset"))
+		return nil, protoreflect.Value{}, badKey(reqlock.Invalid(fieldWhat(name), "", "unset"))
 	}
 	return fd, msg.Get(fd), nil
 }
 
-// fieldInt returns the integer v of field, which must be nonzero and in
-// [lo, hi].
-func fieldInt(fd protoreflect.FieldDescriptor, v protoreflect.Value, field string, lo, hi int64) (int64, error) {
-	what := fmt.Sprintf("field %q", field)
+// fieldWhat names the field name in errors.
+func fieldWhat(name protoreflect.Name) string { return fmt.Sprintf("field %q", name) }
+
+// fieldInt returns the integer field name of req, for the key function
+// fn, as an id of bits bits.
+func fieldInt(fullMethod, fn string, req any, name protoreflect.Name, bits int) (int64, error) {
+	fd, v, err := fieldValue(fullMethod, fn, req, name, isInteger, "an integer")
+	if err != nil {
+		return 0, err
+	}
 	if isUnsigned(fd.Kind()) {
-		u := v.Uint()
-		if u > uint64(hi) {
-			return 0, badKey(reqlock.Invalid(what, strconv.FormatUint(u, 10), fmt.Sprintf("out of range [0, %d]", hi)))
+		id, err := reqlock.CheckUintID(fieldWhat(name), v.Uint(), bits)
+		if err != nil {
+			return 0, badKey(err)
 		}
-		v = protoreflect.ValueOfInt64(int64(u))
+		return id, nil
 	}
-	id := v.Int()
-	switch {
-	case id == 0:
-		return 0, badKey(reqlock.Invalid(what, "", "zero"))
-	case id < lo || id > hi:
-		return 0, badKey(reqlock.Invalid(what, strconv.FormatInt(id, 10), fmt.Sprintf("out of range [%d, %d]", lo, hi)))
+	if err := reqlock.CheckID(fieldWhat(name), v.Int(), bits); err != nil {
+		return 0, badKey(err)
 	}
-	return id, nil
+	return v.Int(), nil
+}
+
+func isInteger(k protoreflect.Kind) bool { return isSigned(k) || isUnsigned(k) }
+
+func isText(k protoreflect.Kind) bool {
+	return k == protoreflect.StringKind || k == protoreflect.BytesKind
 }
 
 func isSigned(k protoreflect.Kind) bool {
@@ -176,10 +184,6 @@ func isUnsigned(k protoreflect.Kind) bool {
 	}
 	return false
 }
-
-// badKey makes err, which says why a call names no key, match
-// httplock.ErrBadKey.
-func badKey(err error) error { return fmt.Errorf("%w: %w", httplock.ErrBadKey, err) }
 
 // misconfigured reports a key function that does not fit the method it
 // serves: codes.Internal for the client, the details in the cause.

@@ -12,7 +12,6 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/pgadvisory/pgadvisory/internal/reqlock"
-	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 )
 
 // The messages of the statuses the interceptors return. None carries SQL,
@@ -62,7 +61,7 @@ func fail(code codes.Code, msg string, cause error) error {
 
 // keyStatus turns a key function's error into a status error: a status
 // the error carries keeps its code and its own message; an error matching
-// httplock.ErrBadKey is codes.InvalidArgument with its message, which
+// [ErrBadKey] is codes.InvalidArgument with its message, which
 // the key functions keep short and clean, capped all the same; any other
 // error is codes.InvalidArgument with a fixed message.
 func keyStatus(err error) error {
@@ -75,7 +74,7 @@ func keyStatus(err error) error {
 			return &statusError{st: st, cause: err}
 		}
 	}
-	if errors.Is(err, httplock.ErrBadKey) {
+	if errors.Is(err, reqlock.ErrBadKey) {
 		return fail(codes.InvalidArgument, capMessage(err.Error()), err)
 	}
 	return fail(codes.InvalidArgument, msgBadKey, err)

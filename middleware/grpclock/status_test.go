@@ -17,7 +17,6 @@ import (
 
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/middleware/grpclock"
-	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 	"github.com/pgadvisory/pgadvisory/mock"
 )
 
@@ -37,9 +36,9 @@ func TestKeyFuncStatus(t *testing.T) {
 		{"Status", status.Error(codes.NotFound, "no such tenant"), codes.NotFound, "no such tenant"},
 		{"WrappedStatus", fmt.Errorf("%v: %w", errLookup, status.Error(codes.PermissionDenied, "not yours")),
 			codes.PermissionDenied, "not yours"},
-		{"BadKey", fmt.Errorf("%w: tenant header missing", httplock.ErrBadKey), codes.InvalidArgument,
-			"middleware: bad lock key: tenant header missing"},
-		{"BadKeyHuge", fmt.Errorf("%w: %s", httplock.ErrBadKey, strings.Repeat("x\xff", 1000)), codes.InvalidArgument, ""},
+		{"BadKey", fmt.Errorf("%w: tenant header missing", grpclock.ErrBadKey), codes.InvalidArgument,
+			"grpclock: bad lock key: tenant header missing"},
+		{"BadKeyHuge", fmt.Errorf("%w: %s", grpclock.ErrBadKey, strings.Repeat("x\xff", 1000)), codes.InvalidArgument, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -169,7 +168,7 @@ func TestBuildPanics(t *testing.T) {
 	for name, build := range map[string]func(){
 		"UnaryNilDB":            func() { grpclock.UnaryServerInterceptor(nil, grpclock.FieldKey(1, "id")) },
 		"UnaryNilKey":           func() { grpclock.UnaryServerInterceptor(db, nil) },
-		"StreamNilDB":           func() { grpclock.StreamServerInterceptor(nil, grpclock.MetadataKey(1, "x-id")) },
+		"StreamNilDB":           func() { grpclock.StreamServerInterceptor(nil, grpclock.MetadataNameKey(1, "x-id")) },
 		"StreamNilKey":          func() { grpclock.StreamServerInterceptor(db, nil) },
 		"NegativeWait":          func() { grpclock.Wait(-time.Second) },
 		"WaitTooLong":           func() { grpclock.Wait(1 << 62) },
@@ -177,8 +176,9 @@ func TestBuildPanics(t *testing.T) {
 		"BadFieldName":          func() { grpclock.FieldKey(1, "order-id") },
 		"EmptyFieldName":        func() { grpclock.FieldKey(1, "") },
 		"BadInt64FieldName":     func() { grpclock.FieldInt64Key("order id") },
+		"BadNameFieldName":      func() { grpclock.FieldNameKey(1, "order.id") },
 		"EmptyMetadataKey":      func() { grpclock.MetadataKey(1, "") },
-		"EmptyMetadataIDKey":    func() { grpclock.MetadataIDKey(1, "") },
+		"EmptyMetadataNameKey":  func() { grpclock.MetadataNameKey(1, "") },
 		"EmptyMetadataInt64Key": func() { grpclock.MetadataInt64Key("") },
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -9,16 +9,15 @@ import (
 
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/internal/reqlock"
-	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 )
 
 // StreamServerInterceptor returns an interceptor that runs each streaming
 // call in a transaction holding a transaction-level advisory lock on the
 // key that key finds in the call's context, such as its metadata
-// ([MetadataIDKey]). It behaves as [UnaryServerInterceptor] does: the
+// ([MetadataKey]). It behaves as [UnaryServerInterceptor] does: the
 // handler finds the transaction with
 // advisory.TxFromContext(stream.Context()), a nil error commits, an
-// error or a panic rolls back, and httplock.ErrNoLock from key serves
+// error or a panic rolls back, and [ErrNoLock] from key serves
 // the stream without a transaction.
 //
 // The transaction, one of db's pooled connections and the lock are held
@@ -27,7 +26,7 @@ import (
 // a connection out of the pool, for minutes. For long-lived or
 // bidirectional streams, lock per message instead: serve the stream
 // without this interceptor (or with a key function that returns
-// httplock.ErrNoLock) and call advisory.WithXactLock in the handler for
+// [ErrNoLock]) and call advisory.WithXactLock in the handler for
 // each message.
 //
 // Messages the handler sends reach the client as they are sent, before the
@@ -49,7 +48,7 @@ func StreamServerInterceptor(db *sql.DB, key StreamKeyFunc, opts ...Option) grpc
 		ctx := ss.Context()
 		k, err := key(ctx, info.FullMethod)
 		switch {
-		case errors.Is(err, httplock.ErrNoLock):
+		case errors.Is(err, reqlock.ErrNoLock):
 			return handler(srv, &serverStream{ServerStream: ss, ctx: advisory.NewTxContext(ctx, nil)})
 		case err != nil:
 			return keyStatus(err)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/middleware/grpclock"
-	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 	"github.com/pgadvisory/pgadvisory/mock"
 )
 
@@ -90,7 +89,7 @@ func TestStreamOutcomes(t *testing.T) {
 				return tt.handlerErr
 			}}
 			conn := startServer(t, svc, grpc.StreamInterceptor(
-				grpclock.StreamServerInterceptor(db, grpclock.MetadataIDKey(ordersNS, "X-Order-ID"))))
+				grpclock.StreamServerInterceptor(db, grpclock.MetadataKey(ordersNS, "X-Order-ID"))))
 			msgs, err := watch(context.Background(), conn, tt.md...)
 			s := status.Convert(err)
 			if s.Code() != tt.wantCode {
@@ -135,7 +134,7 @@ func TestStreamPanic(t *testing.T) {
 	mock.ExpectWithXactLock(m, order42, mock.XactGranted, advisory.Try())
 	expectUpdate42(m)
 	m.ExpectRollback()
-	interceptor := grpclock.StreamServerInterceptor(db, grpclock.MetadataIDKey(ordersNS, "x-order-id"))
+	interceptor := grpclock.StreamServerInterceptor(db, grpclock.MetadataKey(ordersNS, "x-order-id"))
 	defer func() {
 		if v := recover(); v != "boom" {
 			t.Errorf("recovered %v, want boom", v)
@@ -157,7 +156,7 @@ func TestStreamNoLock(t *testing.T) {
 	t.Parallel()
 	db, _ := mock.New(t, exact) // no expectations
 	key := func(ctx context.Context, method string) (advisory.Key, error) {
-		return advisory.Key{}, httplock.ErrNoLock
+		return advisory.Key{}, grpclock.ErrNoLock
 	}
 	ss := order42Stream()
 	ss.ctx = advisory.NewTxContext(ss.ctx, &sql.Tx{}) // must not show through

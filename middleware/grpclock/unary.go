@@ -9,7 +9,6 @@ import (
 
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/internal/reqlock"
-	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 )
 
 // UnaryServerInterceptor returns an interceptor that runs each unary call
@@ -24,7 +23,7 @@ import (
 // rolled back too, and fails with codes.Canceled or
 // codes.DeadlineExceeded. The
 // lock is released when the transaction ends. A key function that returns
-// httplock.ErrNoLock has the call served without a transaction.
+// [ErrNoLock] has the call served without a transaction.
 //
 // A busy lock fails the call with codes.Aborted without calling the
 // handler; see the package documentation for every code. The handler's own
@@ -44,7 +43,7 @@ func UnaryServerInterceptor(db *sql.DB, key KeyFunc, opts ...Option) grpc.UnaryS
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		k, err := key(ctx, info.FullMethod, req)
 		switch {
-		case errors.Is(err, httplock.ErrNoLock):
+		case errors.Is(err, reqlock.ErrNoLock):
 			return handler(advisory.NewTxContext(ctx, nil), req)
 		case err != nil:
 			return nil, keyStatus(err)

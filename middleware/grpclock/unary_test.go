@@ -16,7 +16,6 @@ import (
 
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/middleware/grpclock"
-	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 	"github.com/pgadvisory/pgadvisory/mock"
 )
 
@@ -28,6 +27,7 @@ func TestUnaryOutcomes(t *testing.T) {
 	tests := []struct {
 		name       string
 		opts       []grpclock.Option
+		key        grpclock.KeyFunc // nil for FieldKey(ordersNS, "value")
 		method     string
 		req        proto.Message
 		expect     func(m sqlmock.Sqlmock)
@@ -43,6 +43,7 @@ func TestUnaryOutcomes(t *testing.T) {
 		},
 		{
 			name: "StringField", method: methodRename, req: wrapperspb.String("acme"),
+			key: grpclock.FieldNameKey(ordersNS, "value"),
 			expect: func(m sqlmock.Sqlmock) {
 				mock.ExpectWithXactLock(m, advisory.NameKey(ordersNS, "acme"), mock.XactGranted, try)
 				expectUpdate42(m)
@@ -81,14 +82,15 @@ func TestUnaryOutcomes(t *testing.T) {
 		{
 			name: "IDOutOfRange", method: methodPay, req: wrapperspb.Int64(1 << 40), expect: func(sqlmock.Sqlmock) {},
 			wantCode: codes.InvalidArgument,
-			wantMsg:  `middleware: bad lock key: field "value" = "1099511627776": out of range [-2147483648, 2147483647]`,
+			wantMsg:  `grpclock: bad lock key: field "value" = "1099511627776": out of range [-2147483648, 2147483647]`,
 		},
 		{
 			name: "IDMissing", method: methodPay, req: wrapperspb.Int64(0), expect: func(sqlmock.Sqlmock) {},
-			wantCode: codes.InvalidArgument, wantMsg: `middleware: bad lock key: field "value": unset`,
+			wantCode: codes.InvalidArgument, wantMsg: `grpclock: bad lock key: field "value": unset`,
 		},
 		{
 			name: "NameMissing", method: methodRename, req: wrapperspb.String(""), expect: func(sqlmock.Sqlmock) {},
+			key:      grpclock.FieldNameKey(ordersNS, "value"),
 			wantCode: codes.InvalidArgument,
 		},
 		{
@@ -141,8 +143,11 @@ func TestUnaryOutcomes(t *testing.T) {
 				}
 				return tt.handlerErr
 			}}
-			conn := startServer(t, svc, grpc.UnaryInterceptor(
-				grpclock.UnaryServerInterceptor(db, grpclock.FieldKey(ordersNS, "value"), tt.opts...)))
+			key := tt.key
+			if key == nil {
+				key = grpclock.FieldKey(ordersNS, "value")
+			}
+			conn := startServer(t, svc, grpc.UnaryInterceptor(grpclock.UnaryServerInterceptor(db, key, tt.opts...)))
 			err := conn.Invoke(context.Background(), tt.method, tt.req, new(wrapperspb.StringValue))
 			s := status.Convert(err)
 			if s.Code() != tt.wantCode {
@@ -219,7 +224,7 @@ func TestUnaryNoLock(t *testing.T) {
 	t.Parallel()
 	db, _ := mock.New(t, exact) // no expectations
 	key := func(ctx context.Context, method string, req any) (advisory.Key, error) {
-		return advisory.Key{}, httplock.ErrNoLock
+		return advisory.Key{}, grpclock.ErrNoLock
 	}
 	called := false
 	// A transaction that an interceptor further out put in the context

@@ -13,7 +13,7 @@
 //	mux.Handle("POST /orders/{id}/pay", lock(http.HandlerFunc(pay)))
 //
 // Each request then runs in its own transaction holding the lock on
-// advisory.PairKey(ordersNS, id). The handler finds the transaction with
+// [advisory.PairKey](ordersNS, id). The handler finds the transaction with
 // [advisory.TxFromContext] and does its work in it:
 //
 //	func pay(w http.ResponseWriter, r *http.Request) {
@@ -29,21 +29,32 @@
 // answered 409 Conflict with Retry-After, without calling the handler;
 // [Wait] makes it wait instead.
 //
-// Programs that use chi import its middleware package too; an alias keeps
-// the two apart:
-//
-//	import "github.com/pgadvisory/pgadvisory/middleware/httplock"
-//
 // # Keys
 //
-// Key functions read the route with r.PathValue, which Go's ServeMux and
-// chi v5 (as of the v5.5.0 this module requires) fill in: [PathKey] for an
-// int32 id, [PathInt64Key] for an int64 id, and [PathNameKey] for names,
-// hashed as advisory.NameKey. Routers that keep route variables elsewhere
+// The key functions follow one vocabulary, shared with package grpclock:
+// a name ending in Key reads an int32 id and gives [advisory.PairKey](ns,
+// id), one ending in Int64Key reads an int64 id and gives
+// [advisory.Int64Key](id), and one ending in NameKey hashes a name and
+// gives [advisory.NameKey](ns, name).
+//
+// [PathKey], [PathInt64Key] and [PathNameKey] read the route with
+// r.PathValue, which Go's ServeMux and chi v5 (as of the v5.5.0 this
+// module requires) fill in. Routers that keep route variables elsewhere
 // get the same checks from [ValueKey], [ValueInt64Key] and [ValueNameKey],
 // which take a func that returns the value; for gorilla/mux:
 //
 //	key := httplock.ValueKey(ordersNS, func(r *http.Request) string { return mux.Vars(r)["id"] })
+//
+// The values must follow these rules, the same in both transports;
+// anything else is an error matching [ErrBadKey], answered 400 Bad
+// Request:
+//
+//   - an id is a nonzero integer in the range of its key (int32 or int64),
+//     written in canonical decimal as strconv.FormatInt writes it: "42"
+//     and "-7", never "+42", "042" or "-0", so that one resource has one
+//     spelling and so one lock;
+//   - a name is any non-empty string of bytes; several names are joined
+//     with [JoinName] before they are hashed.
 //
 // Any func(*http.Request) (advisory.Key, error) is a [KeyFunc]. A key
 // function must not read the request body: the lock comes from the route
@@ -58,9 +69,10 @@
 // replaces the rule). If the commit fails, the client gets 500 Internal
 // Server Error instead of the handler's response (499 if the client went
 // away, 503 if the request's deadline passed, and nothing is committed
-// then), and the handler's later writes are dropped. So a client that sees a success knows that the work
-// is durable, and the next request for the resource, which may arrive the
-// moment the response does, finds the lock free and the work visible.
+// then), and the handler's later writes are dropped. So a client that
+// sees a success knows that the work is durable, and the next request for
+// the resource, which may arrive the moment the response does, finds the
+// lock free and the work visible.
 //
 // It follows that a handler must do all its database work before it writes
 // anything: after the first write, the transaction is over.
@@ -87,26 +99,29 @@
 // The middleware answers its own failures with short plain-text bodies
 // that never contain SQL or a driver's message:
 //
-//	KeyFunc error            ErrBadKey                 400 Bad Request, no transaction begun
-//	lock busy                advisory.ErrNotAcquired   409 Conflict, Retry-After: 1
-//	Wait ran out             advisory.ErrLockTimeout   409 Conflict, Retry-After: 1
-//	request deadline passed  context.DeadlineExceeded  503 Service Unavailable
-//	client went away         context.Canceled          499, no body; the handler is not called
-//	database unavailable     ErrUnavailable            503 Service Unavailable
-//	commit failed            ErrCommit                 500 Internal Server Error
-//	anything else                                      500 Internal Server Error
+//	KeyFunc error              ErrBadKey                 400 Bad Request, no transaction begun
+//	lock busy                  advisory.ErrNotAcquired   409 Conflict, Retry-After: 1
+//	wait ended by the server   advisory.ErrLockTimeout   409 Conflict, Retry-After: 1
+//	request deadline passed    context.DeadlineExceeded  503 Service Unavailable
+//	client went away           context.Canceled          499, no body; the handler is not called
+//	database unavailable       ErrUnavailable            503 Service Unavailable
+//	commit failed              ErrCommit                 500 Internal Server Error
+//	anything else                                        500 Internal Server Error
 //
-// A wait that runs out is answered as a busy lock, because that is what it
-// is: the client should retry later, as it would after a refused try. A
-// request whose context is cancelled, which for a server request means
-// that the client closed the connection, has no one to answer; the
-// middleware sends 499 (see [StatusClientClosedRequest]) only so that
-// net/http does not send an implicit 200. Once the request's context has
-// ended, nothing is committed: the handler's first write rolls back
-// instead, and the error handler gets an error matching both [ErrCommit]
-// and the context's error. [ErrorResponse] and [RetryAfter]
-// change the answers; [ErrorHandler] replaces them, and is also the place
-// to log the error.
+// A wait that the server ended, because [Wait] ran out or because a
+// statement_timeout shorter than Wait cancelled it, is answered as a busy
+// lock, because that is what it is: the client should retry later, as it
+// would after a refused try. A request whose context is cancelled, which
+// for a server request means that the client closed the connection, has
+// no one to answer; the middleware sends 499 (see
+// [StatusClientClosedRequest]) only so that net/http does not send an
+// implicit 200. Once the request's context has ended, nothing is
+// committed: the handler's first write rolls back instead, and the error
+// handler gets an error matching both [ErrCommit] and the context's
+// error. [ErrorResponse] and [RetryAfter] change the
+// answers; [ErrorHandler] replaces them, and is also the place to log the
+// error. [ErrUnavailable] says which errors count as an unavailable
+// database.
 //
 // # Panics
 //

@@ -12,21 +12,19 @@ import (
 // of failure its error handler gets, besides advisory.ErrNotAcquired,
 // advisory.ErrLockTimeout, context.Canceled and context.DeadlineExceeded.
 // Match them with [errors.Is]; the cause stays reachable with [errors.As].
-// Package grpclock uses ErrNoLock and ErrBadKey too.
 var (
 	// ErrNoLock, returned (or wrapped) by a KeyFunc, says that the
 	// request needs no lock: the handler is served at once, without a
 	// transaction, and [advisory.TxFromContext] reports false in it.
-	ErrNoLock = errors.New("middleware: no lock for this request")
+	// grpclock.ErrNoLock has the same effect here, and this one there.
+	ErrNoLock = fmt.Errorf("httplock: %w", reqlock.ErrNoLock)
 
 	// ErrBadKey means the KeyFunc found no key in the request, as for a
 	// missing or malformed path parameter. Every KeyFunc error other than
 	// ErrNoLock matches it. No transaction was begun. The messages of
 	// this package's key functions quote at most 32 bytes of the bad
-	// value, and grpclock sends the message of an error matching
-	// ErrBadKey to the client, so a KeyFunc that wraps ErrBadKey itself
-	// must keep secrets out of its message.
-	ErrBadKey = errors.New("middleware: bad lock key")
+	// value.
+	ErrBadKey = fmt.Errorf("httplock: %w", reqlock.ErrBadKey)
 
 	// ErrUnavailable means the database could not be reached, refused
 	// the connection, or dropped it: a broken or closed connection, a
@@ -34,11 +32,11 @@ var (
 	// class 08, 53300 (too many connections) or 57P01 to 57P05 (admin or
 	// crash shutdown, cannot connect now, database dropped, idle session
 	// timeout). The handler was not called.
-	ErrUnavailable = errors.New("middleware: database unavailable")
+	ErrUnavailable = errors.New("httplock: database unavailable")
 
 	// ErrCommit means the commit before the response failed, so the
 	// handler's work was rolled back and its response was replaced.
-	ErrCommit = errors.New("middleware: commit failed")
+	ErrCommit = errors.New("httplock: commit failed")
 )
 
 // classify gives err, from taking the lock under ctx, the class the error
@@ -55,9 +53,10 @@ func classify(ctx context.Context, err error) error {
 	return err
 }
 
-// keyError makes a KeyFunc error match ErrBadKey.
+// keyError makes a KeyFunc error match ErrBadKey. An error that already
+// matches a bad-key sentinel, this package's or grpclock's, is kept.
 func keyError(err error) error {
-	if errors.Is(err, ErrBadKey) {
+	if errors.Is(err, reqlock.ErrBadKey) {
 		return err
 	}
 	return fmt.Errorf("%w: %w", ErrBadKey, err)

@@ -86,8 +86,8 @@ func mustPanic(t *testing.T, f func()) {
 		t.Helper()
 		v := recover()
 		s, ok := v.(string)
-		if !ok || !strings.HasPrefix(s, "middleware: ") {
-			t.Errorf("panic %v, want a message starting with %q", v, "middleware: ")
+		if !ok || !strings.HasPrefix(s, "httplock: ") {
+			t.Errorf("panic %v, want a message starting with %q", v, "httplock: ")
 		}
 	}()
 	f()

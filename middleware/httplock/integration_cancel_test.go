@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/internal/pgtest"
 	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 )
@@ -51,8 +52,9 @@ func awaitError(t *testing.T, errs <-chan error) error {
 // rolled the transaction back with the request's context.
 func testGoneMidHandler(t *testing.T, db *sql.DB) {
 	a := newOrderApp(t, db)
+	ns := testNamespace(t)
 	onError, errs := recordErrors()
-	srv := serve(t, routers[0].route(db, testNamespace(t), []httplock.Option{onError}, a))
+	srv := serve(t, routers[0].route(db, ns, []httplock.Option{onError}, a))
 	t.Cleanup(a.unblock)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -70,8 +72,11 @@ func testGoneMidHandler(t *testing.T, db *sql.DB) {
 	if n := a.rows(t, db, "gone"); n != 0 {
 		t.Errorf("the gone client's work left %d rows, want 0", n)
 	}
+	// The server ends the gone client's session, and so frees the lock,
+	// a moment after the client saw its request fail.
+	pgtest.AwaitFree(t, db, advisory.PairKey(ns, 42))
 	if r := fetch(srv.URL + "/orders/42?tag=after"); r.status != http.StatusOK {
-		t.Errorf("the next request got %d (%v), want 200: the lock is still held", r.status, r.err)
+		t.Errorf("the next request got %d (%v), want 200; the error handler got %v", r.status, r.err, awaitError(t, errs))
 	}
 	srv.Close() // waits for the handlers
 	awaitIdle(t, db)
@@ -92,7 +97,7 @@ func testGoneDuringWait(t *testing.T, db *sql.DB) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	waiter := fetchAsyncCtx(ctx, srv.URL+"/orders/42?tag=waiter")
-	awaitLockWaiter(t, db, ns, 42)
+	pgtest.AwaitWaiting(t, db, advisory.PairKey(ns, 42))
 	cancel()
 	if r := await(t, waiter); r.err == nil {
 		t.Fatalf("the cancelled request got %d", r.status)

@@ -361,7 +361,7 @@ func testWait(t *testing.T, db *sql.DB, rt router) {
 	first := fetchAsync(srv.URL + "/orders/42?tag=first&block")
 	awaitBlocked(t, a, first)
 	second := fetchAsync(srv.URL + "/orders/42?tag=second&seen")
-	awaitLockWaiter(t, db, ns, 42)
+	pgtest.AwaitWaiting(t, db, advisory.PairKey(ns, 42))
 	a.unblock()
 	r1, r2 := await(t, first), await(t, second)
 	if r1.status != 200 || r2.status != 200 {
@@ -370,29 +370,6 @@ func testWait(t *testing.T, db *sql.DB, rt router) {
 	// The second handler counted its own row and the first one's.
 	if got := r2.header.Get("X-Seen"); got != "2" {
 		t.Errorf("the waiting request saw %s rows for the order, want 2: the first request's commit came after it", got)
-	}
-}
-
-// awaitLockWaiter waits until some session waits for the advisory lock
-// (ns, id).
-func awaitLockWaiter(t *testing.T, db *sql.DB, ns, id int32) {
-	t.Helper()
-	deadline := time.Now().Add(safetyNet)
-	for {
-		var n int
-		err := db.QueryRow(`SELECT count(*) FROM pg_locks
-			WHERE locktype = 'advisory' AND NOT granted AND classid = $1 AND objid = $2 AND objsubid = 2`,
-			int64(ns), int64(id)).Scan(&n)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the second request never waited for the lock")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -13,22 +13,19 @@ import (
 // [ErrNoLock] instead serves the request without a lock.
 type KeyFunc func(r *http.Request) (advisory.Key, error)
 
-// PathKey returns a KeyFunc for a route parameter that holds a decimal
-// int32 id, such as {id} in "/orders/{id}": the key is
-// advisory.PairKey(ns, id). The value is read with r.PathValue, which Go's
-// ServeMux and chi fill in. A missing value, one that is not a plain
-// decimal integer, or one outside the int32 range is an error matching
-// [ErrBadKey].
+// PathKey returns a KeyFunc for a route parameter that holds an int32 id,
+// such as {id} in "/orders/{id}": the key is [advisory.PairKey](ns, id).
+// The value is read with r.PathValue, which Go's ServeMux and chi fill
+// in. A missing value, or one that is not an id by the rules of the
+// package documentation's Keys section, is an error matching [ErrBadKey].
 //
 // PathKey panics if param is empty.
 func PathKey(ns int32, param string) KeyFunc {
 	return idKey(ns, pathSource("PathKey", param))
 }
 
-// PathInt64Key returns a KeyFunc for a route parameter that holds a decimal
-// int64 id: the key is advisory.Int64Key(id). The value is read with
-// r.PathValue. A missing value, or one that is not a plain decimal int64,
-// is an error matching [ErrBadKey].
+// PathInt64Key is [PathKey] for an int64 id: the key is
+// [advisory.Int64Key](id).
 //
 // PathInt64Key panics if param is empty.
 func PathInt64Key(param string) KeyFunc {
@@ -37,7 +34,7 @@ func PathInt64Key(param string) KeyFunc {
 
 // PathNameKey returns a KeyFunc for one or more route parameters that name
 // a resource, such as {tenant} and {slug} in "/t/{tenant}/docs/{slug}": the
-// key is advisory.NameKey(ns, JoinName(values...)). With one parameter that
+// key is [advisory.NameKey](ns, JoinName(values...)). With one parameter that
 // is advisory.NameKey(ns, value), the key that
 // pg_advisory_xact_lock(ns, hashtext(value)) takes. The values are read with
 // r.PathValue and may hold any bytes; an empty or missing value is an error
@@ -46,7 +43,7 @@ func PathInt64Key(param string) KeyFunc {
 // PathNameKey panics if no parameter is given or one is empty.
 func PathNameKey(ns int32, params ...string) KeyFunc {
 	if len(params) == 0 {
-		panic("middleware: PathNameKey: no path parameters given")
+		panic("httplock: PathNameKey: no path parameters given")
 	}
 	srcs := make([]source, len(params))
 	for i, p := range params {
@@ -56,8 +53,8 @@ func PathNameKey(ns int32, params ...string) KeyFunc {
 }
 
 // ValueKey is [PathKey] for routers that keep route variables elsewhere
-// than r.PathValue: get returns the value, a decimal int32 id, and the key
-// is advisory.PairKey(ns, id), checked as PathKey checks it. For
+// than r.PathValue: get returns the value, an int32 id, and the key is
+// [advisory.PairKey](ns, id), checked as PathKey checks it. For
 // gorilla/mux:
 //
 //	key := httplock.ValueKey(ordersNS, func(r *http.Request) string { return mux.Vars(r)["id"] })
@@ -81,7 +78,7 @@ func ValueInt64Key(get func(*http.Request) string) KeyFunc {
 // ValueNameKey panics if no func is given or one is nil.
 func ValueNameKey(ns int32, gets ...func(*http.Request) string) KeyFunc {
 	if len(gets) == 0 {
-		panic("middleware: ValueNameKey: no value funcs given")
+		panic("httplock: ValueNameKey: no value funcs given")
 	}
 	srcs := make([]source, len(gets))
 	for i, get := range gets {

@@ -11,18 +11,26 @@ import (
 )
 
 // The fuzz targets run their seed corpus with every go test; run one with,
-// for example, go test -run '^$' -fuzz FuzzPathKey ./middleware.
+// for example, go test -run '^$' -fuzz FuzzPathKey ./middleware/httplock.
+
+// canonicalID reports whether v is an id that the key functions accept:
+// a nonzero integer of bits bits, written as strconv.FormatInt writes it.
+func canonicalID(v string, bits int) (int64, bool) {
+	id, err := strconv.ParseInt(v, 10, bits)
+	return id, err == nil && id != 0 && strconv.FormatInt(id, 10) == v
+}
 
 func FuzzPathKey(f *testing.F) {
 	for _, s := range []string{"42", "-1", "0", "+7", "0042", "2147483647", "2147483648", "-2147483649",
-		"", " 1", "1 ", "0x10", "1e3", "١٢", "\xff", "9223372036854775808", strings.Repeat("1", 4096)} {
+		"", " 1", "1 ", "0x10", "1e3", "١٢", "\xff", "9223372036854775808", strings.Repeat("1", 4096),
+		"-0", "+0", "00", "-07", strings.Repeat("0", 1000) + "1"} {
 		f.Add(int32(7), s)
 	}
 	f.Fuzz(func(t *testing.T, ns int32, v string) {
 		key, err := httplock.PathKey(ns, "id")(withPath("id", v))
-		id, perr := strconv.ParseInt(v, 10, 32)
+		id, ok := canonicalID(v, 32)
 		switch {
-		case perr != nil:
+		case !ok:
 			if !errors.Is(err, httplock.ErrBadKey) {
 				t.Fatalf("PathKey(%q) = %v, %v; want ErrBadKey", v, key, err)
 			}
@@ -37,14 +45,14 @@ func FuzzPathKey(f *testing.F) {
 
 func FuzzPathInt64Key(f *testing.F) {
 	for _, s := range []string{"42", "-9223372036854775808", "9223372036854775807", "9223372036854775808",
-		"", "-", "+", "00", "1_000", "\x00"} {
+		"", "-", "+", "00", "1_000", "\x00", "0", "-0", "+1", "007"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, v string) {
 		key, err := httplock.PathInt64Key("id")(withPath("id", v))
-		id, perr := strconv.ParseInt(v, 10, 64)
+		id, ok := canonicalID(v, 64)
 		switch {
-		case perr != nil:
+		case !ok:
 			if !errors.Is(err, httplock.ErrBadKey) {
 				t.Fatalf("PathInt64Key(%q) = %v, %v; want ErrBadKey", v, key, err)
 			}

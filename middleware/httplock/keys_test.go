@@ -48,7 +48,11 @@ func TestKeyFuncs(t *testing.T) {
 		{"PathKey", httplock.PathKey(7, "id"), withPath("id", "42"), advisory.PairKey(7, 42), false},
 		{"PathKeyNegative", httplock.PathKey(7, "id"), withPath("id", "-2147483648"), advisory.PairKey(7, -2147483648), false},
 		{"PathKeyMax", httplock.PathKey(7, "id"), withPath("id", "2147483647"), advisory.PairKey(7, 2147483647), false},
-		{"PathKeyLeadingZeros", httplock.PathKey(7, "id"), withPath("id", "0042"), advisory.PairKey(7, 42), false},
+		{"PathKeyLeadingZeros", httplock.PathKey(7, "id"), withPath("id", "0042"), advisory.Key{}, true},
+		{"PathKeyThousandZeros", httplock.PathKey(7, "id"), withPath("id", strings.Repeat("0", 1000)+"42"), advisory.Key{}, true},
+		{"PathKeyPlus", httplock.PathKey(7, "id"), withPath("id", "+1"), advisory.Key{}, true},
+		{"PathKeyMinusZero", httplock.PathKey(7, "id"), withPath("id", "-0"), advisory.Key{}, true},
+		{"PathKeyZero", httplock.PathKey(7, "id"), withPath("id", "0"), advisory.Key{}, true},
 		{"PathKeyAboveInt32", httplock.PathKey(7, "id"), withPath("id", "2147483648"), advisory.Key{}, true},
 		{"PathKeyBelowInt32", httplock.PathKey(7, "id"), withPath("id", "-2147483649"), advisory.Key{}, true},
 		{"PathKeyMissing", httplock.PathKey(7, "id"), withPath(), advisory.Key{}, true},
@@ -62,6 +66,10 @@ func TestKeyFuncs(t *testing.T) {
 		{"PathInt64KeyOutOfRange", httplock.PathInt64Key("id"), withPath("id", "9223372036854775808"), advisory.Key{}, true},
 		{"PathInt64KeyMissing", httplock.PathInt64Key("id"), withPath(), advisory.Key{}, true},
 		{"PathInt64KeyGarbage", httplock.PathInt64Key("id"), withPath("id", "1e3"), advisory.Key{}, true},
+		{"PathInt64KeyLeadingZero", httplock.PathInt64Key("id"), withPath("id", "07"), advisory.Key{}, true},
+		{"PathInt64KeyPlus", httplock.PathInt64Key("id"), withPath("id", "+7"), advisory.Key{}, true},
+		{"PathInt64KeyMinusZero", httplock.PathInt64Key("id"), withPath("id", "-0"), advisory.Key{}, true},
+		{"PathInt64KeyZero", httplock.PathInt64Key("id"), withPath("id", "0"), advisory.Key{}, true},
 		{"PathNameKey", httplock.PathNameKey(9, "tenant"), withPath("tenant", "acme"), advisory.NameKey(9, "acme"), false},
 		{"PathNameKeyNonUTF8", httplock.PathNameKey(9, "tenant"), withPath("tenant", "\xff\xfe"), advisory.NameKey(9, "\xff\xfe"), false},
 		{"PathNameKeyHuge", httplock.PathNameKey(9, "tenant"), withPath("tenant", huge), advisory.NameKey(9, huge), false},
@@ -73,6 +81,8 @@ func TestKeyFuncs(t *testing.T) {
 		{"ValueKeyAboveInt32", httplock.ValueKey(7, header("X-Id")), withHeader("X-Id", "2147483648"), advisory.Key{}, true},
 		{"ValueKeyMissing", httplock.ValueKey(7, header("X-Id")), withHeader(), advisory.Key{}, true},
 		{"ValueKeyGarbage", httplock.ValueKey(7, header("X-Id")), withHeader("X-Id", "4 2"), advisory.Key{}, true},
+		{"ValueKeyPlus", httplock.ValueKey(7, header("X-Id")), withHeader("X-Id", "+42"), advisory.Key{}, true},
+		{"ValueKeyLeadingZero", httplock.ValueKey(7, header("X-Id")), withHeader("X-Id", "042"), advisory.Key{}, true},
 		{"ValueInt64Key", httplock.ValueInt64Key(header("X-Id")), withHeader("X-Id", "-9223372036854775808"),
 			advisory.Int64Key(-9223372036854775808), false},
 		{"ValueInt64KeyOutOfRange", httplock.ValueInt64Key(header("X-Id")), withHeader("X-Id", "-9223372036854775809"), advisory.Key{}, true},
@@ -116,7 +126,7 @@ func TestPathAndValueKeysAgree(t *testing.T) {
 		{"Name", httplock.PathNameKey(3, "v"), httplock.ValueNameKey(3, get)},
 	}
 	for _, p := range pairs {
-		for _, v := range []string{"42", "-1", "", "x", "2147483648", "9223372036854775808", "\xff"} {
+		for _, v := range []string{"42", "-1", "", "0", "-0", "+1", "007", "x", "2147483648", "9223372036854775808", "\xff"} {
 			r := withPath("v", v)
 			k1, err1 := p.path(r)
 			k2, err2 := p.value(r)

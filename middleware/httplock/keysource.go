@@ -18,7 +18,7 @@ type source struct {
 // its panic.
 func pathSource(fn, param string) source {
 	if param == "" {
-		panic("middleware: " + fn + ": empty path parameter name")
+		panic("httplock: " + fn + ": empty path parameter name")
 	}
 	return source{fmt.Sprintf("path parameter %q", param), func(r *http.Request) string { return r.PathValue(param) }}
 }
@@ -27,30 +27,30 @@ func pathSource(fn, param string) source {
 // panic.
 func valueSource(fn, what string, get func(*http.Request) string) source {
 	if get == nil {
-		panic("middleware: " + fn + ": nil value func")
+		panic("httplock: " + fn + ": nil value func")
 	}
 	return source{what, get}
 }
 
-// idKey returns advisory.PairKey(ns, id) for a decimal int32 id.
+// idKey returns advisory.PairKey(ns, id) for an int32 id.
 func idKey(ns int32, s source) KeyFunc {
 	return func(r *http.Request) (advisory.Key, error) {
-		id, err := reqlock.ParseInt(s.what, s.get(r), 32)
+		k, err := reqlock.Key(ns, s.what, s.get(r))
 		if err != nil {
 			return advisory.Key{}, keyError(err)
 		}
-		return advisory.PairKey(ns, int32(id)), nil
+		return k, nil
 	}
 }
 
-// int64Key returns advisory.Int64Key(id) for a decimal int64 id.
+// int64Key returns advisory.Int64Key(id) for an int64 id.
 func int64Key(s source) KeyFunc {
 	return func(r *http.Request) (advisory.Key, error) {
-		id, err := reqlock.ParseInt(s.what, s.get(r), 64)
+		k, err := reqlock.Int64Key(s.what, s.get(r))
 		if err != nil {
 			return advisory.Key{}, keyError(err)
 		}
-		return advisory.Int64Key(id), nil
+		return k, nil
 	}
 }
 
@@ -61,8 +61,8 @@ func nameKey(ns int32, srcs []source) KeyFunc {
 		values := make([]string, len(srcs))
 		for i, s := range srcs {
 			v := s.get(r)
-			if v == "" {
-				return advisory.Key{}, keyError(reqlock.Invalid(s.what, "", "missing"))
+			if err := reqlock.CheckName(s.what, v); err != nil {
+				return advisory.Key{}, keyError(err)
 			}
 			values[i] = v
 		}

@@ -22,8 +22,9 @@ type options struct {
 
 // Wait makes the middleware wait up to d for a lock that another request
 // holds, instead of answering 409 Conflict at once. The server enforces the
-// bound (advisory.Timeout); a wait that runs out is answered as a busy
-// lock, 409 Conflict with Retry-After. The request's context can end the
+// bound ([advisory.Timeout]); a wait that runs out, or that a shorter
+// statement_timeout of the server cancels, is answered as a busy lock,
+// 409 Conflict with Retry-After. The request's context can end the
 // wait sooner: its deadline is answered 503 Service Unavailable, a client
 // that goes away gets nothing. Wait(0) keeps the default, which does not
 // wait.
@@ -31,7 +32,7 @@ type options struct {
 // Wait panics if d is negative or longer than the server's limit of
 // math.MaxInt32 milliseconds.
 func Wait(d time.Duration) Option {
-	reqlock.CheckWait("middleware", d)
+	reqlock.CheckWait("httplock", d)
 	return func(o *options) { o.Wait = d }
 }
 
@@ -41,7 +42,7 @@ func Wait(d time.Duration) Option {
 //
 // RetryAfter panics if d is negative.
 func RetryAfter(d time.Duration) Option {
-	reqlock.CheckRetryAfter("middleware", d)
+	reqlock.CheckRetryAfter("httplock", d)
 	return func(o *options) { o.RetryAfter = d }
 }
 
@@ -63,7 +64,7 @@ func TxOptions(opts *sql.TxOptions) Option {
 // CommitPolicy panics if commit is nil.
 func CommitPolicy(commit func(status int) bool) Option {
 	if commit == nil {
-		panic("middleware: CommitPolicy: nil func")
+		panic("httplock: CommitPolicy: nil func")
 	}
 	return func(o *options) { o.commit = commit }
 }
@@ -85,7 +86,7 @@ func CommitPolicy(commit func(status int) bool) Option {
 // ErrorHandler panics if h is nil.
 func ErrorHandler(h func(w http.ResponseWriter, r *http.Request, err error)) Option {
 	if h == nil {
-		panic("middleware: ErrorHandler: nil func")
+		panic("httplock: ErrorHandler: nil func")
 	}
 	return func(o *options) { o.onError = h }
 }
@@ -96,23 +97,15 @@ func ErrorHandler(h func(w http.ResponseWriter, r *http.Request, err error)) Opt
 // context.DeadlineExceeded, or any error the lock can fail with, such as
 // advisory.ErrDeadlock. A nil target sets the answer to every error that
 // no other target matches. An empty body sends the status alone. Later
-// options override earlier ones. The defaults are:
-//
-//	context.Canceled          499, no body (see StatusClientClosedRequest)
-//	context.DeadlineExceeded  503 Service Unavailable
-//	ErrBadKey                 400 Bad Request
-//	advisory.ErrNotAcquired   409 Conflict, with Retry-After
-//	advisory.ErrLockTimeout   409 Conflict, with Retry-After
-//	ErrUnavailable            503 Service Unavailable
-//	ErrCommit                 500 Internal Server Error
-//	anything else             500 Internal Server Error
+// options override earlier ones. The defaults are in the package
+// documentation's Failures section.
 //
 // A busy lock gets its Retry-After header whatever status it is given.
 //
 // ErrorResponse panics if status is not in the range 400 to 599.
 func ErrorResponse(target error, status int, body string) Option {
 	if status < 400 || status > 599 {
-		panic(fmt.Sprintf("middleware: ErrorResponse: status %d is not an error status (400-599)", status))
+		panic(fmt.Sprintf("httplock: ErrorResponse: status %d is not an error status (400-599)", status))
 	}
 	return func(o *options) { o.responses = append(o.responses, response{target, status, body}) }
 }

@@ -123,7 +123,7 @@ func (rw *responseWriter) Flush() { _ = rw.FlushError() }
 func (rw *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	h := hijacker(rw.w)
 	if h == nil {
-		return nil, nil, fmt.Errorf("middleware: hijack: %w", http.ErrNotSupported)
+		return nil, nil, fmt.Errorf("httplock: hijack: %w", http.ErrNotSupported)
 	}
 	if rw.state == pending {
 		rw.end(http.StatusSwitchingProtocols)

@@ -50,20 +50,20 @@ import (
 func XactLock(db *sql.DB, key KeyFunc, opts ...Option) func(http.Handler) http.Handler {
 	switch {
 	case db == nil:
-		panic("middleware: XactLock: nil *sql.DB")
+		panic("httplock: XactLock: nil *sql.DB")
 	case key == nil:
-		panic("middleware: XactLock: nil KeyFunc")
+		panic("httplock: XactLock: nil KeyFunc")
 	}
 	o := newOptions(opts)
 	lockOpts := o.LockOptions()
 	return func(next http.Handler) http.Handler {
 		if next == nil {
-			panic("middleware: XactLock: nil http.Handler")
+			panic("httplock: XactLock: nil http.Handler")
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			k, err := key(r)
 			switch {
-			case errors.Is(err, ErrNoLock):
+			case errors.Is(err, reqlock.ErrNoLock):
 				next.ServeHTTP(w, r.WithContext(advisory.NewTxContext(r.Context(), nil)))
 				return
 			case err != nil:

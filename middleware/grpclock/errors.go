@@ -1,0 +1,28 @@
+package grpclock
+
+import (
+	"fmt"
+
+	"github.com/pgadvisory/pgadvisory/internal/reqlock"
+)
+
+// The errors a [KeyFunc] or [StreamKeyFunc] may return to steer the
+// interceptors. Match them with [errors.Is].
+var (
+	// ErrNoLock, returned (or wrapped) by a key function, says that the
+	// call needs no lock: the handler is served at once, without a
+	// transaction, and advisory.TxFromContext reports false in it.
+	// httplock.ErrNoLock has the same effect here, and this one there.
+	ErrNoLock = fmt.Errorf("grpclock: %w", reqlock.ErrNoLock)
+
+	// ErrBadKey means the key function found no key in the call, as for
+	// an unset field or a malformed metadata value. The key functions of
+	// this package return errors that match it; the call fails with
+	// codes.InvalidArgument and the error's message, which they keep
+	// short and free of secrets: a key function of your own that wraps
+	// ErrBadKey must do the same. No transaction was begun.
+	ErrBadKey = fmt.Errorf("grpclock: %w", reqlock.ErrBadKey)
+)
+
+// badKey makes err, which says why a call names no key, match ErrBadKey.
+func badKey(err error) error { return fmt.Errorf("%w: %w", ErrBadKey, err) }
