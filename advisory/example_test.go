@@ -166,7 +166,7 @@ func ExampleParseKey() {
 	// Output:
 	// 42 false <nil>
 	// 1:1234 true <nil>
-	// 0 false advisory: malformed key "1:2:3": each half of a pair key must be an int32
+	// 0 false advisory: malformed key "1:2:3": each half of a pair key must be an int32, written as Key.String writes it
 }
 
 func ExampleKey_Compare() {
