@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's single test command. It builds the local PostgreSQL images
-# when they are missing (ci/build-images.sh), then checks formatting and that
+# when they are missing (ci/build-images.sh), installs PgBouncer when it is
+# missing (Debian's package, as root), then checks formatting and that
 # go.mod and go.sum are tidy, runs go vet and staticcheck, and runs every
 # test with the race detector against PostgreSQL 15 and 17. Extra arguments
 # go to `go test`, for example:
@@ -11,7 +12,8 @@
 #   PGADVISORY_TEST_IMAGES  images to test on (default: the two local images)
 #   PGADVISORY_TEST_DSN     existing servers instead of containers; no build
 #   CI=true                 a missing database fails the run, never skips;
-#                           so does a staticcheck that cannot be installed
+#                           so do a staticcheck and a PgBouncer that cannot
+#                           be installed
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -49,6 +51,32 @@ else
 fi
 
 phase_done images
+
+step "pgbouncer"
+# internal/pgtest starts PgBouncer in transaction mode for the tests that
+# need a pooler (Server.PgBouncer); it looks on PATH and in /usr/sbin. As
+# root, a missing one is installed from Debian's package pgbouncer. The
+# package's own service is not used: the harness runs PgBouncer with a
+# configuration of its own, on a free port. Under CI=true a PgBouncer that
+# cannot be had fails the run, as those tests would.
+have_pgbouncer() {
+	command -v pgbouncer >/dev/null 2>&1 || [[ -x /usr/sbin/pgbouncer ]] || [[ -n ${PGADVISORY_TEST_PGBOUNCER:-} ]]
+}
+if ! have_pgbouncer && [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+	echo "installing Debian's pgbouncer"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q >/dev/null || echo "test: warning: apt-get update failed" >&2
+	apt-get install -y -q --no-install-recommends pgbouncer 2>&1 | tail -n 3 || true
+fi
+if have_pgbouncer; then
+	"${PGADVISORY_TEST_PGBOUNCER:-$(command -v pgbouncer || echo /usr/sbin/pgbouncer)}" --version | head -n 1
+elif under_ci; then
+	echo "test: error: pgbouncer is not installed and could not be (CI=true); apt-get install pgbouncer" >&2
+	exit 1
+else
+	echo "test: warning: pgbouncer is not installed; the tests that need it skip (under CI=true this fails)" >&2
+fi
+phase_done pgbouncer
 
 step "gofmt"
 unformatted="$(gofmt -l .)"

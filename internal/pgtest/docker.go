@@ -49,14 +49,14 @@ func dockerPool(ctx context.Context) (*dockertest.Pool, error) {
 
 // startContainers starts one container per image, concurrently. When any
 // fails, it stops the others and returns every error.
-func startContainers(ctx context.Context, pool *dockertest.Pool, imgs []string, extra []string) ([]instance, error) {
+func startContainers(ctx context.Context, pool *dockertest.Pool, imgs []string, extra []string, dedicated bool) ([]instance, error) {
 	reapOrphans(pool)
 	insts := make([]instance, len(imgs))
 	errs := make([]error, len(imgs))
 	var wg sync.WaitGroup
 	for i, img := range imgs {
 		wg.Go(func() {
-			insts[i], errs[i] = startContainer(ctx, pool, img, extra)
+			insts[i], errs[i] = startContainer(ctx, pool, img, extra, dedicated)
 		})
 	}
 	wg.Wait()
@@ -72,12 +72,37 @@ func startContainers(ctx context.Context, pool *dockertest.Pool, imgs []string, 
 }
 
 // startContainer runs image with 5432/tcp on a random port of 127.0.0.1 and
-// waits until the server answers.
-func startContainer(ctx context.Context, pool *dockertest.Pool, image string, extra []string) (instance, error) {
+// waits until the server answers. A dedicated container gets a port chosen
+// here rather than by Docker, which picks a new one at each start, so that
+// its DSN outlives [containerControl.restart]; a port taken meanwhile is
+// tried again with another.
+func startContainer(ctx context.Context, pool *dockertest.Pool, image string, extra []string, dedicated bool) (instance, error) {
 	repo, tag := splitImage(image)
 	if _, err := pool.Client.InspectImage(repo + ":" + tag); err != nil && strings.HasPrefix(repo, "pgadvisory/") {
 		return instance{}, fmt.Errorf("image %s is not there; ci/build-images.sh builds it: %w", image, err)
 	}
+	for attempt := 1; ; attempt++ {
+		hostPort := ""
+		if dedicated {
+			port, err := freePort()
+			if err != nil {
+				return instance{}, err
+			}
+			hostPort = strconv.Itoa(port)
+		}
+		inst, err := runContainer(ctx, pool, image, repo, tag, hostPort, extra)
+		if err == nil || hostPort == "" || !strings.Contains(err.Error(), "already allocated") || attempt == 3 {
+			return inst, err
+		}
+	}
+}
+
+// runContainer makes one attempt of [startContainer], on hostPort of
+// 127.0.0.1, or on a port Docker picks when hostPort is "". A container with
+// a fixed port is dedicated: it is not removed when it stops, so that it can
+// be restarted; stopping it through the harness removes it all the same.
+func runContainer(ctx context.Context, pool *dockertest.Pool, image, repo, tag, hostPort string, extra []string) (instance, error) {
+	dedicated := hostPort != ""
 	host, _ := os.Hostname()
 	cmd := append(append([]string{"postgres"}, settings...), extra...)
 	res, err := pool.RunWithOptions(&dockertest.RunOptions{
@@ -89,7 +114,7 @@ func startContainer(ctx context.Context, pool *dockertest.Pool, image string, ex
 		Cmd:          cmd,
 		ExposedPorts: []string{"5432/tcp"},
 		PortBindings: map[dc.Port][]dc.PortBinding{
-			"5432/tcp": {{HostIP: "127.0.0.1", HostPort: ""}},
+			"5432/tcp": {{HostIP: "127.0.0.1", HostPort: hostPort}},
 		},
 		Labels: map[string]string{
 			labelKind: "1",
@@ -97,7 +122,10 @@ func startContainer(ctx context.Context, pool *dockertest.Pool, image string, ex
 			labelPID:  strconv.Itoa(os.Getpid()),
 		},
 	}, func(hc *dc.HostConfig) {
-		hc.AutoRemove = true
+		// Docker removes a stopped container with AutoRemove even while
+		// it restarts it, so a dedicated container, which may be
+		// restarted, relies on Purge and reapOrphans instead.
+		hc.AutoRemove = !dedicated
 		hc.PublishAllPorts = false
 		hc.RestartPolicy = dc.RestartPolicy{Name: "no"}
 		hc.ShmSize = 256 << 20 // parallel query uses /dev/shm; Docker's default is 64 MiB
@@ -121,12 +149,12 @@ func startContainer(ctx context.Context, pool *dockertest.Pool, image string, ex
 		})
 	}()
 
-	hostPort := res.GetHostPort("5432/tcp")
-	if hostPort == "" {
+	addr := res.GetHostPort("5432/tcp")
+	if addr == "" {
 		stop()
 		return instance{}, fmt.Errorf("image %s: container %.12s has no port for 5432/tcp", image, id)
 	}
-	dsn := "postgres://postgres@" + hostPort + "/postgres?sslmode=disable"
+	dsn := "postgres://postgres@" + addr + "/postgres?sslmode=disable"
 	alive := func() error {
 		c, err := pool.Client.InspectContainer(id)
 		if err != nil {
@@ -141,7 +169,11 @@ func startContainer(ctx context.Context, pool *dockertest.Pool, image string, ex
 		stop()
 		return instance{}, fmt.Errorf("image %s: %w%s", image, err, logs.tail())
 	}
-	return instance{dsn: dsn, stop: stop}, nil
+	inst := instance{dsn: dsn, stop: stop}
+	if dedicated {
+		inst.ctl = &containerControl{pool: pool, res: res, dsn: dsn, alive: alive}
+	}
+	return inst, nil
 }
 
 // splitImage splits "repo:tag" into its parts; the tag defaults to latest.

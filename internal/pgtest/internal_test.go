@@ -1,9 +1,12 @@
 package pgtest
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -55,8 +58,8 @@ func TestTrackStopsOnce(t *testing.T) {
 	}
 }
 
-// TestShortStartsNothing checks that under go test -short, Servers and
-// StartServer skip with a message that says why, before they look for a
+// TestShortStartsNothing checks that under go test -short, Servers,
+// StartServer and PgBouncer skip with a message that says why, before they look for a
 // server: the shared servers were never started.
 func TestShortStartsNothing(t *testing.T) {
 	if !testing.Short() {
@@ -68,6 +71,7 @@ func TestShortStartsNothing(t *testing.T) {
 	}{
 		{"Servers", func(tb testing.TB) { Servers(tb) }},
 		{"StartServer", func(tb testing.TB) { StartServer(tb, "-c", "fsync=off") }},
+		{"PgBouncer", func(tb testing.TB) { (&Server{Name: "pg17"}).PgBouncer(tb, 2) }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := &skipRecorder{TB: t}
@@ -102,4 +106,65 @@ func (r *skipRecorder) run(f func(tb testing.TB)) {
 		f(r)
 	}()
 	<-done
+}
+
+func TestPgBouncerConfig(t *testing.T) {
+	conf := pgbouncerConfig("127.0.0.1", "", 6543, 3, "/tmp/x/userlist.txt")
+	for _, want := range []string{
+		"* = host=127.0.0.1 port=5432\n",
+		"listen_addr = 127.0.0.1\n",
+		"listen_port = 6543\n",
+		"pool_mode = transaction\n",
+		"auth_type = trust\n",
+		"auth_file = /tmp/x/userlist.txt\n",
+		"default_pool_size = 3\n",
+		"max_client_conn = 500\n",
+		"ignore_startup_parameters = extra_float_digits\n",
+	} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("config lacks %q:\n%s", want, conf)
+		}
+	}
+}
+
+func TestPoolerDSN(t *testing.T) {
+	const dsn = "postgres://postgres@127.0.0.1:6432/postgres?sslmode=disable"
+	for _, tt := range []struct{ driver, want string }{
+		{DriverPQ, "binary_parameters=yes"},
+		{DriverPGX, "default_query_exec_mode=exec"},
+		{DriverPGXCancel, "default_query_exec_mode=exec"},
+	} {
+		got, err := PoolerDSN(tt.driver, dsn)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.driver, err)
+		}
+		if !strings.Contains(got, tt.want) || !strings.Contains(got, "sslmode=disable") {
+			t.Errorf("PoolerDSN(%s) = %s, want %s and sslmode=disable", tt.driver, got, tt.want)
+		}
+	}
+	if _, err := PoolerDSN("mysql", dsn); err == nil {
+		t.Error("PoolerDSN(mysql) succeeded")
+	}
+}
+
+func TestFindPgBouncerFromEnv(t *testing.T) {
+	t.Setenv(envPgBouncer, t.TempDir()) // a directory, not a binary
+	if _, err := findPgBouncer(); err == nil || !strings.Contains(err.Error(), envPgBouncer) {
+		t.Errorf("findPgBouncer with %s a directory: %v", envPgBouncer, err)
+	}
+}
+
+// TestChildren checks the /proc walk that pausing a local cluster relies
+// on: this process is among its parent's children.
+func TestChildren(t *testing.T) {
+	kids, err := children(os.Getppid())
+	if errors.Is(err, errUnsupported) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(kids, os.Getpid()) {
+		t.Errorf("children(%d) = %v, lacks this process %d", os.Getppid(), kids, os.Getpid())
+	}
 }

@@ -19,7 +19,7 @@ func Launch(ctx context.Context) (dsn string, stop func(), err error) {
 	if dsn := os.Getenv(envExample); dsn != "" {
 		return dsn, func() {}, nil
 	}
-	r := start(ctx, nil, true)
+	r := start(ctx, nil, true, false)
 	if r.err != nil {
 		return "", nil, fmt.Errorf("pgtest: %w", r.err)
 	}

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -63,8 +64,8 @@ func hasBinaries(dir string) bool {
 // startLocal creates a cluster in a new temporary directory with the
 // binaries in bin, starts it on a free port of 127.0.0.1 and waits until it
 // answers. As root it runs them as user postgres, since PostgreSQL refuses to
-// run as root.
-func startLocal(ctx context.Context, bin string, extra []string) (instance, error) {
+// run as root. A dedicated cluster can be restarted and paused.
+func startLocal(ctx context.Context, bin string, extra []string, dedicated bool) (instance, error) {
 	owner, err := clusterOwner()
 	if err != nil {
 		return instance{}, err
@@ -73,7 +74,10 @@ func startLocal(ctx context.Context, bin string, extra []string) (instance, erro
 	// A free port can be taken between our check and the server's bind, so
 	// try a few.
 	for attempt := 1; ; attempt++ {
-		inst, err := startCluster(ctx, bin, owner, extra)
+		inst, c, err := startCluster(ctx, bin, owner, extra)
+		if err == nil && dedicated {
+			inst.ctl = c
+		}
 		if err == nil || !errors.Is(err, errPortTaken) || attempt == 3 {
 			return inst, err
 		}
@@ -128,18 +132,18 @@ func readPID(path string) (int, error) {
 var errPortTaken = errors.New("port taken")
 
 // startCluster makes one attempt of [startLocal].
-func startCluster(ctx context.Context, bin string, owner owner, extra []string) (instance, error) {
+func startCluster(ctx context.Context, bin string, owner owner, extra []string) (instance, *cluster, error) {
 	dir, err := os.MkdirTemp("", clusterDirPrefix)
 	if err != nil {
-		return instance{}, err
+		return instance{}, nil, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
 		os.RemoveAll(dir)
-		return instance{}, err
+		return instance{}, nil, err
 	}
 	if err := owner.chown(dir); err != nil {
 		os.RemoveAll(dir)
-		return instance{}, err
+		return instance{}, nil, err
 	}
 	data := filepath.Join(dir, "data")
 
@@ -150,67 +154,179 @@ func startCluster(ctx context.Context, bin string, owner owner, extra []string) 
 	initdb.SysProcAttr = owner.attr()
 	if out, err := initdb.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
-		return instance{}, fmt.Errorf("initdb: %w\n%s", err, indent(out))
+		return instance{}, nil, fmt.Errorf("initdb: %w\n%s", err, indent(out))
 	}
 
 	port, err := freePort()
 	if err != nil {
 		os.RemoveAll(dir)
-		return instance{}, err
+		return instance{}, nil, err
 	}
-	logPath := filepath.Join(dir, "postgres.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		os.RemoveAll(dir)
-		return instance{}, err
-	}
-	defer logFile.Close()
 	args := []string{"-D", data, "-p", strconv.Itoa(port), "-k", dir,
 		"-c", "listen_addresses=127.0.0.1"}
-	args = append(append(args, settings...), extra...)
-	cmd := exec.Command(filepath.Join(bin, "postgres"), args...)
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = owner.serverAttr()
-	if err := cmd.Start(); err != nil {
+	c := &cluster{
+		postgres: filepath.Join(bin, "postgres"),
+		args:     append(append(args, settings...), extra...),
+		dir:      dir,
+		logPath:  filepath.Join(dir, "postgres.log"),
+		owner:    owner,
+		dsn:      fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port),
+	}
+	if err := c.launch(); err != nil {
 		os.RemoveAll(dir)
-		return instance{}, fmt.Errorf("postgres: %w", err)
+		return instance{}, nil, err
+	}
+	var out []byte // the server's output, read once it has stopped
+	stop := track(func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.halt()
+		out, _ = os.ReadFile(c.logPath)
+		os.RemoveAll(dir)
+	})
+	if err := c.waitReady(ctx); err != nil {
+		stop()
+		if strings.Contains(string(out), "could not bind") {
+			err = fmt.Errorf("%w: %w", errPortTaken, err)
+		}
+		return instance{}, nil, fmt.Errorf("%w\nserver output:\n%s", err, indent(out))
+	}
+	return instance{dsn: c.dsn, stop: stop}, c, nil
+}
+
+// cluster is a local cluster's postmaster, which a dedicated server may
+// stop and start again.
+type cluster struct {
+	postgres string   // the postgres binary
+	args     []string // its arguments
+	dir      string   // the cluster's directory
+	logPath  string   // the server's output, across restarts
+	owner    owner
+	dsn      string
+
+	mu     sync.Mutex // held across launch, halt, restart and pause
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when cmd has exited
+	paused []int         // the processes stopped by pause, in order
+}
+
+var _ control = (*cluster)(nil)
+
+// launch starts the postmaster, its output appended to the log.
+func (c *cluster) launch() error {
+	logFile, err := os.OpenFile(c.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cmd := exec.Command(c.postgres, c.args...)
+	cmd.Dir = c.dir
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = c.owner.serverAttr()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("postgres: %w", err)
 	}
 	exited := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
 		close(exited)
 	}()
-	var out []byte // the server's output, read once it has stopped
-	stop := track(func() {
-		_ = cmd.Process.Signal(os.Interrupt) // fast shutdown
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		out, _ = os.ReadFile(logPath)
-		os.RemoveAll(dir)
-	})
+	c.cmd, c.exited = cmd, exited
+	return nil
+}
 
-	dsn := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+// halt shuts the postmaster down fast and waits until it has exited, or
+// kills it after 15 seconds. A paused cluster runs again first.
+func (c *cluster) halt() {
+	_ = c.resume()
+	_ = c.cmd.Process.Signal(os.Interrupt) // fast shutdown
+	select {
+	case <-c.exited:
+	case <-time.After(15 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.exited
+	}
+}
+
+// waitReady waits until the server answers.
+func (c *cluster) waitReady(ctx context.Context) error {
+	exited := c.exited
 	alive := func() error {
 		select {
 		case <-exited:
-			return fmt.Errorf("postgres exited: %v", cmd.ProcessState)
+			return fmt.Errorf("postgres exited: %v", c.cmd.ProcessState)
 		default:
 			return nil
 		}
 	}
-	if _, err := waitReady(ctx, dsn, localMaxWait, alive); err != nil {
-		stop()
-		if strings.Contains(string(out), "could not bind") {
-			err = fmt.Errorf("%w: %w", errPortTaken, err)
-		}
-		return instance{}, fmt.Errorf("%w\nserver output:\n%s", err, indent(out))
+	_, err := waitReady(ctx, c.dsn, localMaxWait, alive)
+	return err
+}
+
+func (c *cluster) restart(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.paused != nil {
+		return errPaused
 	}
-	return instance{dsn: dsn, stop: stop}, nil
+	c.halt()
+	if err := c.launch(); err != nil {
+		return err
+	}
+	if err := c.waitReady(ctx); err != nil {
+		out, _ := os.ReadFile(c.logPath)
+		return fmt.Errorf("%w\nserver output:\n%s", err, indent(out))
+	}
+	return nil
+}
+
+// pause stops the postmaster first, so that it starts no more children,
+// then each child: PostgreSQL makes every child the leader of a process
+// group of its own, so one signal to the postmaster's group would miss them.
+func (c *cluster) pause() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.paused != nil {
+		return errPaused
+	}
+	pm := c.cmd.Process.Pid
+	kids, err := children(pm)
+	if err != nil {
+		return err
+	}
+	if err := stopProcess(pm); err != nil {
+		return err
+	}
+	c.paused = []int{pm}
+	// Children forked before the stop took effect show up on a second
+	// look.
+	if again, err := children(pm); err == nil {
+		kids = append(kids, again...)
+	}
+	for _, k := range kids {
+		if stopProcess(k) == nil { // a child may have exited meanwhile
+			c.paused = append(c.paused, k)
+		}
+	}
+	return nil
+}
+
+func (c *cluster) unpause() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.resume()
+}
+
+// resume lets the processes that pause stopped run again, children first.
+func (c *cluster) resume() error {
+	var errs []error
+	for i := len(c.paused) - 1; i >= 0; i-- {
+		if err := continueProcess(c.paused[i]); err != nil && i == 0 {
+			errs = append(errs, err) // only the postmaster must still be there
+		}
+	}
+	c.paused = nil
+	return errors.Join(errs...)
 }
 
 // freePort returns a TCP port of 127.0.0.1 that was free a moment ago.

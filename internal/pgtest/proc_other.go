@@ -4,6 +4,7 @@ package pgtest
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"syscall"
 )
@@ -27,3 +28,18 @@ func (owner) attr() *syscall.SysProcAttr { return nil }
 
 // serverAttr returns the process attributes for the server.
 func (owner) serverAttr() *syscall.SysProcAttr { return nil }
+
+// daemonAttr returns the process attributes for a long-lived child.
+func (owner) daemonAttr(os.Signal) *syscall.SysProcAttr { return nil }
+
+// children would list a process's children; pausing a local cluster needs
+// Linux.
+func children(int) ([]int, error) {
+	return nil, fmt.Errorf("pausing a local cluster needs Linux: %w", errUnsupported)
+}
+
+// stopProcess is never reached: [children] fails first.
+func stopProcess(int) error { return errUnsupported }
+
+// continueProcess is never reached: [children] fails first.
+func continueProcess(int) error { return errUnsupported }

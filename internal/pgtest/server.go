@@ -25,7 +25,13 @@ type Server struct {
 	Version int
 	// DSN is a URL that both drivers accept, such as
 	// postgres://postgres@127.0.0.1:32768/postgres?sslmode=disable.
+	// For a server from [Server.PgBouncer] it leads through PgBouncer and
+	// lacks the parameters each driver needs there: open it with
+	// [Server.Open] or [Server.OpenDB], which add them.
 	DSN string
+
+	ctl    control // restarts and pauses a dedicated server; nil otherwise
+	pooler bool    // DSN leads through PgBouncer in transaction mode
 }
 
 // String returns the server's name.
@@ -62,7 +68,7 @@ func Servers(tb testing.TB) []*Server {
 		tb.Fatal("pgtest: Servers needs the package's TestMain to call pgtest.Main(m), which stops the servers")
 	}
 	shared.once.Do(func() {
-		r := start(context.Background(), nil, false)
+		r := start(context.Background(), nil, false, false)
 		shared.servers, shared.notes, shared.err = r.servers, r.notes, r.err
 	})
 	if !shared.logged.Swap(true) {
@@ -77,8 +83,17 @@ func Servers(tb testing.TB) []*Server {
 }
 
 // StartServer starts dedicated servers for one test, with extra postgres
-// arguments such as "-c", "max_locks_per_transaction=10": one per configured
-// Docker image, or one local cluster. They stop at tb's cleanup.
+// arguments: one per configured Docker image, or one local cluster. They
+// stop at tb's cleanup. Each "-c", "name=value" pair sets a server setting
+// from the start, as in postgresql.conf, for example a small lock table or
+// a timeout that ends idle sessions:
+//
+//	pgtest.StartServer(t, "-c", "max_locks_per_transaction=10")
+//	pgtest.StartServer(t, "-c", "idle_session_timeout=500ms")
+//
+// A setting the server does not know fails the start, and the report shows
+// the server's complaint. No other test shares a dedicated server, so a test
+// may also [Server.Restart] and [Server.Pause] it.
 //
 // When PGADVISORY_TEST_DSN names existing servers, the harness cannot start
 // any, and StartServer returns nil: the caller decides whether to skip.
@@ -90,7 +105,7 @@ func StartServer(tb testing.TB, args ...string) []*Server {
 	if len(list(os.Getenv(envDSN))) > 0 {
 		return nil
 	}
-	r := start(context.Background(), args, false)
+	r := start(context.Background(), args, false, true)
 	for _, n := range r.notes {
 		tb.Log("pgtest: " + n)
 	}

@@ -14,7 +14,8 @@ import (
 // instance is a server that this process started.
 type instance struct {
 	dsn  string
-	stop func() // stops the server; from track, so [Main] can stop it too
+	stop func()  // stops the server; from track, so [Main] can stop it too
+	ctl  control // restarts and pauses it; set for dedicated servers only
 }
 
 // started is the outcome of [start].
@@ -27,8 +28,10 @@ type started struct {
 
 // start finds or starts servers in the order the package documentation
 // gives, with extra postgres arguments. With first set it starts only the
-// first configured image, as [Launch] does.
-func start(ctx context.Context, extra []string, first bool) started {
+// first configured image, as [Launch] does. With dedicated set, the servers
+// belong to one test, which may restart and pause them: containers get a
+// fixed host port and are not removed when they stop.
+func start(ctx context.Context, extra []string, first, dedicated bool) started {
 	r := started{stop: func() {}}
 	if testing.Testing() && testing.Short() {
 		// A backstop for the fast unit loop: [Servers] and
@@ -62,7 +65,7 @@ func start(ctx context.Context, extra []string, first bool) started {
 		if first {
 			imgs = imgs[:1]
 		}
-		insts, err = startContainers(ctx, pool, imgs, extra)
+		insts, err = startContainers(ctx, pool, imgs, extra, dedicated)
 		if err != nil {
 			err = fmt.Errorf("docker: %w", err)
 			if strict {
@@ -77,7 +80,7 @@ func start(ctx context.Context, extra []string, first bool) started {
 		switch {
 		case binErr == nil:
 			var inst instance
-			inst, err = startLocal(ctx, bin, extra)
+			inst, err = startLocal(ctx, bin, extra, dedicated)
 			if err != nil {
 				r.err = fmt.Errorf("local PostgreSQL in %s: %w", bin, err)
 				return r
@@ -95,7 +98,7 @@ func start(ctx context.Context, extra []string, first bool) started {
 	stops := make([]func(), len(insts))
 	for i, inst := range insts {
 		stops[i] = inst.stop
-		r.servers = append(r.servers, &Server{DSN: inst.dsn})
+		r.servers = append(r.servers, &Server{DSN: inst.dsn, ctl: inst.ctl})
 	}
 	r.stop = func() { stopEach(stops) }
 	for _, s := range r.servers {
