@@ -61,8 +61,24 @@
 // driver list, for tests that also cover [DriverPGXCancel].
 //
 // [StartServer] starts dedicated servers with extra settings, for tests that
-// need a small lock table, for example. A [Proxy] counts the round trips a
-// call costs.
+// need a small lock table or an idle_session_timeout, for example. A [Proxy]
+// counts the round trips a call costs.
+//
+// # Poolers, restarts and frozen servers
+//
+// [Server.PgBouncer] starts a PgBouncer in transaction pooling mode in
+// front of a server, with a pool size of the test's choosing, and returns a
+// [Server] whose DSN leads through it. [Server.Open] on it adds what each
+// driver needs to work through a transaction pooler at all (see
+// [PoolerDSN]); what a transaction pooler does to session locks is then
+// left for the test to see. The pgbouncer binary comes from Debian's package
+// pgbouncer, which ci/test.sh installs; without it the test skips, or fails
+// under CI=true.
+//
+// [Server.Restart] restarts a dedicated server (a fast shutdown, then a
+// start on the same port and DSN), and [Server.Pause] freezes it until the
+// function it returns is called, as docker pause does. Both refuse a
+// shared server, which other tests use.
 //
 // # Use in examples
 //
