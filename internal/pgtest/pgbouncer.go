@@ -143,8 +143,10 @@ func runPgBouncer(ctx context.Context, bin string, owner owner, dsn string, pool
 		"userlist.txt": fmt.Sprintf("%q %q\n", user, password),
 	}
 	for name, text := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err == nil {
-			err = owner.chown(filepath.Join(dir, name))
+		path := filepath.Join(dir, name)
+		err := os.WriteFile(path, []byte(text), 0o600)
+		if err == nil {
+			err = owner.chown(path)
 		}
 		if err != nil {
 			os.RemoveAll(dir)
