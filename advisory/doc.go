@@ -80,15 +80,22 @@
 // Use the first half as a namespace for each part of a system, so that two
 // modules cannot collide by picking the same number.
 //
-// # Namespaces and inspection
+// # Namespaces, the dictionary and monitoring
 //
-// A [Registry] records which part of a system owns which namespace, the
-// first half of a pair key, and refuses a second claim at start-up;
-// [Registry.Sync] shares the record with every service on the database
-// through a dictionary table. [Inspect] lists the advisory locks held and
-// awaited on the server, with their keys decoded, their holders and what
-// blocks them, in one query; [WaitGraph] renders who waits for whom. See
-// docs/keys.md.
+// A [Namespace] names the first half of a family of pair keys, and its
+// [Namespace.Key] and [Namespace.NameKey] methods build that family's keys.
+// Two packages build on this one:
+//
+//   - [github.com/pgadvisory/pgadvisory/advisory/keyspace] records which
+//     part of a system owns which namespace, refuses a second claim at
+//     start-up, and shares the record with every service on the database
+//     through a dictionary table.
+//   - [github.com/pgadvisory/pgadvisory/advisory/inspect] lists the
+//     advisory locks held and awaited on the server, with their keys
+//     decoded, their holders and what blocks them, and renders who waits
+//     for whom.
+//
+// See docs/keys.md.
 //
 // # Round trips
 //

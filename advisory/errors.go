@@ -1,10 +1,6 @@
 package advisory
 
-import (
-	"context"
-
-	"github.com/pgadvisory/pgadvisory/internal/scope"
-)
+import "github.com/pgadvisory/pgadvisory/internal/scope"
 
 // The errors a lock operation reports. Match them with [errors.Is]. The
 // driver's own error stays reachable with [errors.As], and a cancelled or
@@ -52,12 +48,3 @@ var (
 	errNilFunc = scope.ErrNilFunc
 	errNoKeys  = scope.ErrNoKeys
 )
-
-// fail reports err, from operation op on keys under ctx, as the lock
-// functions report their failures.
-func fail(ctx context.Context, op, keys string, err error) error {
-	return scope.Fail(ctx, op, keys, err)
-}
-
-// errBadOption is wrapped by every error about an option's value.
-var errBadOption = scope.ErrBadOption

@@ -428,7 +428,6 @@ func TestDrift(t *testing.T) {
 // *sql.Tx or *sql.DB but take no lock, and so have no helper, each with the
 // reason.
 var notLocking = map[string]string{
-	"Inspect":      "reads pg_locks and pg_stat_activity; it takes and releases nothing",
 	"NewTxContext": "puts a transaction in a context; it sends nothing",
 }
 

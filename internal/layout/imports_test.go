@@ -23,8 +23,9 @@ const module = "github.com/pgadvisory/pgadvisory"
 var light = map[string][]string{
 	// The core imports nothing of ours but internal packages.
 	"advisory": {"internal/..."},
-	// Monitoring and the key dictionary are built on the core.
-	"advisory/inspect":  {"advisory", "internal/..."},
+	// Monitoring and the key dictionary are built on the core; monitoring
+	// names namespaces from the dictionary.
+	"advisory/inspect":  {"advisory", "advisory/keyspace", "internal/..."},
 	"advisory/keyspace": {"advisory", "internal/..."},
 	// The net/http middleware needs nothing but the core.
 	"middleware/httplock": {"advisory", "internal/..."},

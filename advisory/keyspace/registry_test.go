@@ -1,4 +1,4 @@
-package advisory_test
+package keyspace_test
 
 import (
 	"errors"
@@ -9,24 +9,15 @@ import (
 	"testing"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/advisory/keyspace"
 )
 
-var _ error = (*advisory.ConflictError)(nil)
+var _ error = (*keyspace.ConflictError)(nil)
 
 var (
 	nsBilling  = advisory.Namespace{ID: 7, Name: "billing", Owner: "team-payments", Doc: "invoice runs"}
 	nsPayments = advisory.Namespace{ID: 8, Name: "payments", Owner: "team-payments"}
 )
-
-func TestNamespaceKeys(t *testing.T) {
-	t.Parallel()
-	if got, want := nsBilling.Key(3), advisory.PairKey(7, 3); got != want {
-		t.Errorf("Key(3) = %v, want %v", got, want)
-	}
-	if got, want := nsBilling.NameKey("nightly"), advisory.NameKey(7, "nightly"); got != want {
-		t.Errorf("NameKey(nightly) = %v, want %v", got, want)
-	}
-}
 
 func TestRegister(t *testing.T) {
 	t.Parallel()
@@ -40,42 +31,42 @@ func TestRegister(t *testing.T) {
 		{name: "New", ns: advisory.Namespace{ID: 9, Name: "reports"}},
 		{name: "SameAgain", ns: nsBilling},
 		{name: "SameIDOtherName", ns: advisory.Namespace{ID: 7, Name: "invoices", Owner: "team-x"},
-			wantErr:   advisory.ErrNamespaceConflict,
-			wantMsg:   `advisory: namespace conflict: ID 7 is already 7 "billing" (owner team-payments); cannot register 7 "invoices" (owner team-x)`,
+			wantErr:   keyspace.ErrConflict,
+			wantMsg:   `keyspace: namespace conflict: ID 7 is already 7 "billing" (owner team-payments); cannot register 7 "invoices" (owner team-x)`,
 			wantOther: []advisory.Namespace{nsBilling}},
 		{name: "SameNameOtherID", ns: advisory.Namespace{ID: 70, Name: "billing"},
-			wantErr:   advisory.ErrNamespaceConflict,
-			wantMsg:   `advisory: namespace conflict: name "billing" is already 7 "billing" (owner team-payments); cannot register 70 "billing"`,
+			wantErr:   keyspace.ErrConflict,
+			wantMsg:   `keyspace: namespace conflict: name "billing" is already 7 "billing" (owner team-payments); cannot register 70 "billing"`,
 			wantOther: []advisory.Namespace{nsBilling}},
 		{name: "SameIDAndNameOtherOwner", ns: advisory.Namespace{ID: 7, Name: "billing", Owner: "team-x", Doc: "invoice runs"},
-			wantErr:   advisory.ErrNamespaceConflict,
-			wantMsg:   `advisory: namespace 7 "billing" registered twice with different owner or doc: owner "team-payments" vs "team-x"`,
+			wantErr:   keyspace.ErrConflict,
+			wantMsg:   `keyspace: namespace 7 "billing" registered twice with different owner or doc: owner "team-payments" vs "team-x"`,
 			wantOther: []advisory.Namespace{nsBilling}},
 		{name: "SameIDAndNameOtherDoc", ns: advisory.Namespace{ID: 7, Name: "billing", Owner: "team-payments", Doc: "invoices"},
-			wantErr:   advisory.ErrNamespaceConflict,
-			wantMsg:   `advisory: namespace 7 "billing" registered twice with different owner or doc: doc "invoice runs" vs "invoices"`,
+			wantErr:   keyspace.ErrConflict,
+			wantMsg:   `keyspace: namespace 7 "billing" registered twice with different owner or doc: doc "invoice runs" vs "invoices"`,
 			wantOther: []advisory.Namespace{nsBilling}},
 		{name: "SameIDAndNameOtherOwnerAndDoc", ns: advisory.Namespace{ID: 7, Name: "billing"},
-			wantErr: advisory.ErrNamespaceConflict,
-			wantMsg: `advisory: namespace 7 "billing" registered twice with different owner or doc: ` +
+			wantErr: keyspace.ErrConflict,
+			wantMsg: `keyspace: namespace 7 "billing" registered twice with different owner or doc: ` +
 				`owner "team-payments" vs "", doc "invoice runs" vs ""`,
 			wantOther: []advisory.Namespace{nsBilling}},
 		{name: "IDOfOneNameOfAnother", ns: advisory.Namespace{ID: 7, Name: "payments"},
-			wantErr: advisory.ErrNamespaceConflict, wantMsg: `name "payments" is already 8 "payments"`,
+			wantErr: keyspace.ErrConflict, wantMsg: `name "payments" is already 8 "payments"`,
 			wantOther: []advisory.Namespace{nsBilling, nsPayments}},
 		{name: "ReservedID", ns: advisory.Namespace{ID: math.MinInt32, Name: "mine"},
-			wantErr: advisory.ErrReservedNamespace, wantMsg: "IDs -2147483648 to -2147483393"},
-		{name: "ReservedRangeEnd", ns: advisory.Namespace{ID: advisory.ReservedMaxID, Name: "mine"},
-			wantErr: advisory.ErrReservedNamespace},
+			wantErr: keyspace.ErrReserved, wantMsg: "IDs -2147483648 to -2147483393"},
+		{name: "ReservedRangeEnd", ns: advisory.Namespace{ID: keyspace.ReservedMaxID, Name: "mine"},
+			wantErr: keyspace.ErrReserved},
 		{name: "ReservedName", ns: advisory.Namespace{ID: 1, Name: "pgadvisory"},
-			wantErr: advisory.ErrReservedNamespace},
-		{name: "NoName", ns: advisory.Namespace{ID: 1}, wantMsg: "advisory: namespace has no name: ID 1"},
-		{name: "JustAboveReserved", ns: advisory.Namespace{ID: advisory.ReservedMaxID + 1, Name: "low"}},
+			wantErr: keyspace.ErrReserved},
+		{name: "NoName", ns: advisory.Namespace{ID: 1}, wantMsg: "keyspace: namespace has no name: ID 1"},
+		{name: "JustAboveReserved", ns: advisory.Namespace{ID: keyspace.ReservedMaxID + 1, Name: "low"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var r advisory.Registry
+			var r keyspace.Registry
 			r.MustRegister(nsBilling)
 			r.MustRegister(nsPayments)
 			err := r.Register(tt.ns)
@@ -97,10 +88,10 @@ func TestRegister(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.wantMsg) {
 				t.Errorf("Register(%+v) = %q, want it to contain %q", tt.ns, err, tt.wantMsg)
 			}
-			if !strings.HasPrefix(err.Error(), "advisory: ") {
+			if !strings.HasPrefix(err.Error(), "keyspace: ") {
 				t.Errorf("error %q lacks the package prefix", err)
 			}
-			var ce *advisory.ConflictError
+			var ce *keyspace.ConflictError
 			if len(tt.wantOther) > 0 {
 				if !errors.As(err, &ce) {
 					t.Fatalf("error %v is not a *ConflictError", err)
@@ -125,23 +116,23 @@ func TestConflictErrorMessage(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		err  *advisory.ConflictError
+		err  *keyspace.ConflictError
 		want string
 	}{
-		{name: "SameID", err: &advisory.ConflictError{Namespace: advisory.Namespace{ID: 7, Name: "ledger"}, Existing: nsBilling},
-			want: `advisory: namespace conflict: ID 7 is already 7 "billing" (owner team-payments); cannot register 7 "ledger"`},
-		{name: "SameNameRegisteredBy", err: &advisory.ConflictError{Namespace: advisory.Namespace{ID: 70, Name: "billing"},
+		{name: "SameID", err: &keyspace.ConflictError{Namespace: advisory.Namespace{ID: 7, Name: "ledger"}, Existing: nsBilling},
+			want: `keyspace: namespace conflict: ID 7 is already 7 "billing" (owner team-payments); cannot register 7 "ledger"`},
+		{name: "SameNameRegisteredBy", err: &keyspace.ConflictError{Namespace: advisory.Namespace{ID: 70, Name: "billing"},
 			Existing: nsBilling, RegisteredBy: "billing-api"},
-			want: `advisory: namespace conflict: name "billing" is already 7 "billing" (owner team-payments), ` +
+			want: `keyspace: namespace conflict: name "billing" is already 7 "billing" (owner team-payments), ` +
 				`registered by "billing-api"; cannot register 70 "billing"`},
-		{name: "TwiceOwner", err: &advisory.ConflictError{Namespace: advisory.Namespace{ID: 7, Name: "billing", Owner: "b", Doc: "d"},
+		{name: "TwiceOwner", err: &keyspace.ConflictError{Namespace: advisory.Namespace{ID: 7, Name: "billing", Owner: "b", Doc: "d"},
 			Existing: advisory.Namespace{ID: 7, Name: "billing", Owner: "a", Doc: "d"}},
-			want: `advisory: namespace 7 "billing" registered twice with different owner or doc: owner "a" vs "b"`},
-		{name: "TwiceDocRegisteredBy", err: &advisory.ConflictError{Namespace: advisory.Namespace{ID: 7, Name: "billing", Doc: "new"},
+			want: `keyspace: namespace 7 "billing" registered twice with different owner or doc: owner "a" vs "b"`},
+		{name: "TwiceDocRegisteredBy", err: &keyspace.ConflictError{Namespace: advisory.Namespace{ID: 7, Name: "billing", Doc: "new"},
 			Existing: advisory.Namespace{ID: 7, Name: "billing", Doc: "old"}, RegisteredBy: "billing-api"},
-			want: `advisory: namespace 7 "billing" registered twice with different owner or doc: doc "old" vs "new"; registered by "billing-api"`},
-		{name: "TwiceAlike", err: &advisory.ConflictError{Namespace: nsPayments, Existing: nsPayments},
-			want: `advisory: namespace 8 "payments" registered twice with different owner or doc: owner "team-payments", doc ""`},
+			want: `keyspace: namespace 7 "billing" registered twice with different owner or doc: doc "old" vs "new"; registered by "billing-api"`},
+		{name: "TwiceAlike", err: &keyspace.ConflictError{Namespace: nsPayments, Existing: nsPayments},
+			want: `keyspace: namespace 8 "payments" registered twice with different owner or doc: owner "team-payments", doc ""`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -149,8 +140,8 @@ func TestConflictErrorMessage(t *testing.T) {
 			if got := tt.err.Error(); got != tt.want {
 				t.Errorf("Error() =\n%s\nwant\n%s", got, tt.want)
 			}
-			if !errors.Is(tt.err, advisory.ErrNamespaceConflict) {
-				t.Errorf("%v does not match ErrNamespaceConflict", tt.err)
+			if !errors.Is(tt.err, keyspace.ErrConflict) {
+				t.Errorf("%v does not match ErrConflict", tt.err)
 			}
 		})
 	}
@@ -158,14 +149,14 @@ func TestConflictErrorMessage(t *testing.T) {
 
 func TestMustRegisterPanics(t *testing.T) {
 	t.Parallel()
-	var r advisory.Registry
+	var r keyspace.Registry
 	if got := r.MustRegister(nsBilling); got != nsBilling {
 		t.Errorf("MustRegister returned %+v, want %+v", got, nsBilling)
 	}
 	defer func() {
 		v := recover()
 		err, ok := v.(error)
-		if !ok || !errors.Is(err, advisory.ErrNamespaceConflict) || !strings.HasPrefix(err.Error(), "advisory: ") {
+		if !ok || !errors.Is(err, keyspace.ErrConflict) || !strings.HasPrefix(err.Error(), "keyspace: ") {
 			t.Errorf("recovered %v, want an advisory conflict error", v)
 		}
 	}()
@@ -175,7 +166,7 @@ func TestMustRegisterPanics(t *testing.T) {
 
 func TestLookup(t *testing.T) {
 	t.Parallel()
-	var r advisory.Registry
+	var r keyspace.Registry
 	r.MustRegister(nsBilling)
 	tests := []struct {
 		name    string
@@ -185,9 +176,9 @@ func TestLookup(t *testing.T) {
 	}{
 		{name: "Registered", key: advisory.PairKey(7, -1), want: nsBilling},
 		{name: "NameKey", key: nsBilling.NameKey("nightly"), want: nsBilling},
-		{name: "Unregistered", key: advisory.PairKey(9, 1), wantMsg: "advisory: no namespace: no namespace has ID 9 (key 9:1)"},
+		{name: "Unregistered", key: advisory.PairKey(9, 1), wantMsg: "keyspace: no namespace: no namespace has ID 9 (key 9:1)"},
 		{name: "Int64", key: advisory.Int64Key(7<<32 | 1),
-			wantMsg: "advisory: no namespace: 30064771073 is a bigint key; only pair keys belong to a namespace"},
+			wantMsg: "keyspace: no namespace: 30064771073 is a bigint key; only pair keys belong to a namespace"},
 		{name: "Library", key: advisory.PairKey(math.MinInt32, 1),
 			want: advisory.Namespace{ID: math.MinInt32, Name: "pgadvisory"}},
 		{name: "ReservedUnused", key: advisory.PairKey(math.MinInt32+1, 1), wantMsg: "no namespace has ID -2147483647"},
@@ -201,7 +192,7 @@ func TestLookup(t *testing.T) {
 				t.Errorf("Lookup and Resolve disagree: %+v, %v vs %+v, %v", got, ok, gotR, err)
 			}
 			if tt.wantMsg != "" {
-				if ok || !errors.Is(err, advisory.ErrNoNamespace) || !strings.Contains(err.Error(), tt.wantMsg) {
+				if ok || !errors.Is(err, keyspace.ErrNoNamespace) || !strings.Contains(err.Error(), tt.wantMsg) {
 					t.Errorf("Resolve(%v) = %+v, %v; want ErrNoNamespace containing %q", tt.key, gotR, err, tt.wantMsg)
 				}
 				return
@@ -215,7 +206,7 @@ func TestLookup(t *testing.T) {
 
 func TestNamespacesSorted(t *testing.T) {
 	t.Parallel()
-	var r advisory.Registry
+	var r keyspace.Registry
 	if got := r.Namespaces(); len(got) != 0 {
 		t.Errorf("zero Registry has namespaces %+v", got)
 	}
@@ -235,7 +226,7 @@ func TestNamespacesSorted(t *testing.T) {
 // and each name ends up with exactly one owner.
 func TestRegisterConcurrent(t *testing.T) {
 	t.Parallel()
-	var r advisory.Registry
+	var r keyspace.Registry
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	wins := 0
@@ -248,7 +239,7 @@ func TestRegisterConcurrent(t *testing.T) {
 					mu.Lock()
 					wins++
 					mu.Unlock()
-				case !errors.Is(err, advisory.ErrNamespaceConflict):
+				case !errors.Is(err, keyspace.ErrConflict):
 					t.Errorf("Register: %v", err)
 				}
 				r.Lookup(advisory.PairKey(id, 0))
@@ -261,16 +252,16 @@ func TestRegisterConcurrent(t *testing.T) {
 	}
 }
 
-func TestDefaultRegistry(t *testing.T) {
+func TestDefault(t *testing.T) {
 	t.Parallel()
-	first := advisory.DefaultRegistry()
+	first := keyspace.Default()
 	if first == nil {
-		t.Fatal("DefaultRegistry() = nil")
+		t.Fatal("Default() = nil")
 	}
-	if second := advisory.DefaultRegistry(); second != first {
-		t.Errorf("DefaultRegistry() = %p, then %p; want the same registry", first, second)
+	if second := keyspace.Default(); second != first {
+		t.Errorf("Default() = %p, then %p; want the same registry", first, second)
 	}
-	if _, ok := advisory.DefaultRegistry().Lookup(advisory.PairKey(math.MinInt32, 1)); !ok {
-		t.Error("DefaultRegistry does not know the library's namespace")
+	if _, ok := keyspace.Default().Lookup(advisory.PairKey(math.MinInt32, 1)); !ok {
+		t.Error("Default() does not know the library's namespace")
 	}
 }

@@ -1,10 +1,8 @@
-package advisory_test
+package inspect_test
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -15,98 +13,42 @@ import (
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/advisory/inspect"
+	"github.com/pgadvisory/pgadvisory/advisory/keyspace"
 	"github.com/pgadvisory/pgadvisory/internal/pgtest"
 )
 
-// Integration tests of Inspect and WaitGraph, and the proof that the two
+// Integration tests of Locks and WaitGraph, and the proof that the two
 // key spaces are distinct.
 //
 // Advisory locks belong to a database: the same key in two databases is
 // two locks. So each test here runs in a database of its own, created for
-// it: Inspect, which reports the current database, sees that test's locks
+// it: Locks, which reports the current database, sees that test's locks
 // and no other's, and fixed keys such as 100:hashtext('sync_inventory')
 // cannot collide with other tests sharing the server.
 
-// inspName returns a fresh lower-case identifier starting with prefix.
-func inspName(prefix string) string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return prefix + hex.EncodeToString(b)
-}
-
-// inspDSN returns dsn changed by edit.
-func inspDSN(t *testing.T, dsn string, edit func(u *url.URL)) string {
+// locksUntil polls Locks until done accepts its answer, and returns that
+// answer. It fails t if Locks fails or pollTimeout passes.
+func locksUntil(t *testing.T, db *sql.DB, done func([]inspect.Lock) bool, opts ...inspect.Option) []inspect.Lock {
 	t.Helper()
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatalf("parse DSN: %v", err)
-	}
-	edit(u)
-	return u.String()
-}
-
-// inspSetParam returns an edit for inspDSN that sets a connection
-// parameter, such as application_name.
-func inspSetParam(name, value string) func(u *url.URL) {
-	return func(u *url.URL) {
-		q := u.Query()
-		q.Set(name, value)
-		u.RawQuery = q.Encode()
-	}
-}
-
-// inspOpen opens dsn with tg's driver, closed at t's cleanup.
-func inspOpen(t *testing.T, tg pgtest.Target, dsn string) *sql.DB {
-	t.Helper()
-	srv := *tg.Server
-	srv.DSN = dsn
-	return srv.Open(t, tg.Driver)
-}
-
-// inspDatabase creates a database for t on tg's server, dropped at t's
-// cleanup, and returns tg moved onto it, its sessions named app.
-func inspDatabase(t *testing.T, tg pgtest.Target, app string) pgtest.Target {
-	t.Helper()
-	name := inspName("pgadvisory_t_")
-	ctx := context.Background()
-	if _, err := tg.DB.ExecContext(ctx, "CREATE DATABASE "+name+" TEMPLATE template0"); err != nil {
-		t.Fatalf("create database: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := tg.DB.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-	})
-	srv := *tg.Server
-	srv.DSN = inspDSN(t, tg.Server.DSN, func(u *url.URL) {
-		u.Path = "/" + name
-		inspSetParam("application_name", app)(u)
-	})
-	return pgtest.Target{Server: &srv, Driver: tg.Driver, DB: srv.Open(t, tg.Driver)}
-}
-
-// inspUntil polls Inspect until done accepts its answer, and returns that
-// answer. It fails t if Inspect fails or pgPollTimeout passes.
-func inspUntil(t *testing.T, db *sql.DB, done func([]advisory.LockInfo) bool, opts ...advisory.InspectOption) []advisory.LockInfo {
-	t.Helper()
-	deadline := time.Now().Add(pgPollTimeout)
+	deadline := time.Now().Add(pollTimeout)
 	for {
-		locks, err := advisory.Inspect(context.Background(), db, opts...)
+		locks, err := inspect.Locks(context.Background(), db, opts...)
 		if err != nil {
-			t.Fatalf("Inspect: %v", err)
+			t.Fatalf("Locks: %v", err)
 		}
 		if done(locks) {
 			return locks
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("Inspect still shows, after %v:\n%v", pgPollTimeout, locks)
+			t.Fatalf("Locks still shows, after %v:\n%v", pollTimeout, locks)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 }
 
 // inspWaiters counts the locks not granted.
-func inspWaiters(locks []advisory.LockInfo) int {
+func inspWaiters(locks []inspect.Lock) int {
 	n := 0
 	for _, l := range locks {
 		if !l.Granted {
@@ -116,7 +58,7 @@ func inspWaiters(locks []advisory.LockInfo) int {
 	return n
 }
 
-// inspSummary is what TestInspectIntegration compares exactly.
+// inspSummary is what TestLocksIntegration compares exactly.
 type inspSummary struct {
 	Key       advisory.Key
 	Shared    bool
@@ -125,7 +67,7 @@ type inspSummary struct {
 	BlockedBy []int
 }
 
-func inspSummarize(locks []advisory.LockInfo) []inspSummary {
+func inspSummarize(locks []inspect.Lock) []inspSummary {
 	out := make([]inspSummary, len(locks))
 	for i, l := range locks {
 		out[i] = inspSummary{l.Key, l.Shared, l.Granted, l.PID, l.BlockedBy}
@@ -151,23 +93,23 @@ func inspLock(t *testing.T, conn *sql.Conn, key advisory.Key) <-chan error {
 	return done
 }
 
-// TestInspectIntegration holds bigint and pair keys, shared and
+// TestLocksIntegration holds bigint and pair keys, shared and
 // exclusive, in session and transaction locks, with two waiters, and
-// checks that Inspect reports exactly those, with their blockers.
-func TestInspectIntegration(t *testing.T) {
+// checks that Locks reports exactly those, with their blockers.
+func TestLocksIntegration(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
-		app := inspName("inspect-")
-		tg = inspDatabase(t, tg, app)
+		app := newName("inspect-")
+		tg = ownDatabase(t, tg, app)
 
 		negBig := advisory.Int64Key(-(1 << 40) - 5) // classid and objid both above 2^31
 		pairNeg := advisory.PairKey(-7, 3)
 		pairBoth := advisory.PairKey(math.MinInt32, -1)
 		xactKey := advisory.Int64Key(5)
 
-		a, b, c, d := pgConn(t, tg.DB), pgConn(t, tg.DB), pgConn(t, tg.DB), pgConn(t, tg.DB)
-		pa, pb, pc, pd := pgPID(t, a), pgPID(t, b), pgPID(t, c), pgPID(t, d)
+		a, b, c, d := dedicatedConn(t, tg.DB), dedicatedConn(t, tg.DB), dedicatedConn(t, tg.DB), dedicatedConn(t, tg.DB)
+		pa, pb, pc, pd := backendPID(t, a), backendPID(t, b), backendPID(t, c), backendPID(t, d)
 
 		// a: exclusive on a negative bigint, shared on a pair, exclusive
 		// on a pair of negative halves.
@@ -188,7 +130,7 @@ func TestInspectIntegration(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tx.Rollback()
-		pe := pgPID(t, tx)
+		pe := backendPID(t, tx)
 		if err := advisory.XactLockShared(ctx, tx, xactKey); err != nil {
 			t.Fatal(err)
 		}
@@ -198,7 +140,7 @@ func TestInspectIntegration(t *testing.T) {
 		cDone := inspLock(t, c, negBig)
 		dDone := inspLock(t, d, pairNeg)
 		// waitstart can lag a moment behind the start of a wait.
-		locks := inspUntil(t, tg.DB, func(ls []advisory.LockInfo) bool {
+		locks := locksUntil(t, tg.DB, func(ls []inspect.Lock) bool {
 			n := 0
 			for _, l := range ls {
 				if !l.Granted && !l.WaitStart.IsZero() {
@@ -217,10 +159,10 @@ func TestInspectIntegration(t *testing.T) {
 			{Key: pairNeg, Shared: true, Granted: true, PID: max(pa, pb)},
 			{Key: pairNeg, PID: pd, BlockedBy: slices.Sorted(slices.Values([]int{pa, pb}))},
 		}
-		// Inspect sorts bigint keys before pair keys, each by value.
+		// Locks sorts bigint keys before pair keys, each by value.
 		slices.SortStableFunc(want, func(x, y inspSummary) int { return x.Key.Compare(y.Key) })
 		if got := inspSummarize(locks); fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Errorf("Inspect =\n%v\nwant\n%v", got, want)
+			t.Errorf("Locks =\n%v\nwant\n%v", got, want)
 		}
 
 		for _, l := range locks {
@@ -252,7 +194,7 @@ func TestInspectIntegration(t *testing.T) {
 		}
 
 		// The wait-for graph names both waiters under their blockers.
-		graph := advisory.WaitGraph(locks)
+		graph := inspect.WaitGraph(locks)
 		for _, line := range []string{
 			fmt.Sprintf("pid %d (%s): holds exclusive %s, exclusive %s, shared %s\n", pa, app, negBig, pairBoth, pairNeg),
 			fmt.Sprintf("blocks pid %d (%s): waits", pc, app),
@@ -278,9 +220,9 @@ func TestInspectIntegration(t *testing.T) {
 				t.Errorf("waiter: %v", err)
 			}
 		}
-		locks = inspUntil(t, tg.DB, func(l []advisory.LockInfo) bool { return len(l) == 3 })
-		if inspWaiters(locks) != 0 || advisory.WaitGraph(locks) != "" {
-			t.Errorf("after release, Inspect = %v; want three granted locks", locks)
+		locks = locksUntil(t, tg.DB, func(l []inspect.Lock) bool { return len(l) == 3 })
+		if inspWaiters(locks) != 0 || inspect.WaitGraph(locks) != "" {
+			t.Errorf("after release, Locks = %v; want three granted locks", locks)
 		}
 		for _, conn := range []*sql.Conn{c, d} {
 			if err := advisory.UnlockAll(ctx, conn); err != nil {
@@ -290,30 +232,30 @@ func TestInspectIntegration(t *testing.T) {
 	})
 }
 
-// TestInspectHandWrittenSQLIntegration takes a lock with hand-written SQL,
-// as psql would, and checks that Inspect decodes it as the NameKey of the
+// TestLocksHandWrittenSQLIntegration takes a lock with hand-written SQL,
+// as psql would, and checks that Locks decodes it as the NameKey of the
 // same name, and that NameKey conflicts with it: the client-side hashtext
 // agrees with the server's.
-func TestInspectHandWrittenSQLIntegration(t *testing.T) {
+func TestLocksHandWrittenSQLIntegration(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
-		tg = inspDatabase(t, tg, "inspect-psql")
-		var reg advisory.Registry
+		tg = ownDatabase(t, tg, "inspect-psql")
+		var reg keyspace.Registry
 		inventory := reg.MustRegister(advisory.Namespace{ID: 100, Name: "inventory", Owner: "team-warehouse"})
 		key := advisory.NameKey(100, "sync_inventory")
 
-		psql, app := pgConn(t, tg.DB), pgConn(t, tg.DB)
-		pid := pgPID(t, psql)
-		pgExec(t, psql, "SELECT pg_advisory_lock(100, hashtext('sync_inventory'))")
+		psql, app := dedicatedConn(t, tg.DB), dedicatedConn(t, tg.DB)
+		pid := backendPID(t, psql)
+		mustExec(t, psql, "SELECT pg_advisory_lock(100, hashtext('sync_inventory'))")
 
-		locks, err := advisory.Inspect(ctx, tg.DB, advisory.WithRegistry(&reg))
+		locks, err := inspect.Locks(ctx, tg.DB, inspect.WithRegistry(&reg))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(locks) != 1 || locks[0].Key != key || locks[0].Key != inventory.NameKey("sync_inventory") ||
 			locks[0].PID != pid || !locks[0].Granted || locks[0].Shared || locks[0].Namespace != "inventory" {
-			t.Fatalf("Inspect = %v; want pid %d holding exclusive %s [inventory]", locks, pid, key)
+			t.Fatalf("Locks = %v; want pid %d holding exclusive %s [inventory]", locks, pid, key)
 		}
 
 		if ok, err := advisory.TryLock(ctx, app, key); err != nil || ok {
@@ -325,7 +267,7 @@ func TestInspectHandWrittenSQLIntegration(t *testing.T) {
 		}
 
 		// And the other way round.
-		pgExec(t, psql, "SELECT pg_advisory_unlock(100, hashtext('sync_inventory'))")
+		mustExec(t, psql, "SELECT pg_advisory_unlock(100, hashtext('sync_inventory'))")
 		if ok, err := advisory.TryLock(ctx, app, key); err != nil || !ok {
 			t.Fatalf("TryLock(NameKey) on the free key = %v, %v; want true", ok, err)
 		}
@@ -349,7 +291,7 @@ func TestKeySpacesAreDistinctIntegration(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
-		tg = inspDatabase(t, tg, "inspect-keyspaces")
+		tg = ownDatabase(t, tg, "inspect-keyspaces")
 		tests := []struct {
 			name string
 			a, b int32
@@ -365,8 +307,8 @@ func TestKeySpacesAreDistinctIntegration(t *testing.T) {
 				if tt.name == "OneTwo" && big != advisory.Int64Key(4294967298) {
 					t.Fatalf("Int64Key(1<<32|2) = %s", big)
 				}
-				connA, connB, connC := pgConn(t, tg.DB), pgConn(t, tg.DB), pgConn(t, tg.DB)
-				pidA, pidB := pgPID(t, connA), pgPID(t, connB)
+				connA, connB, connC := dedicatedConn(t, tg.DB), dedicatedConn(t, tg.DB), dedicatedConn(t, tg.DB)
+				pidA, pidB := backendPID(t, connA), backendPID(t, connB)
 
 				if err := advisory.Lock(ctx, connA, pair); err != nil {
 					t.Fatal(err)
@@ -374,13 +316,13 @@ func TestKeySpacesAreDistinctIntegration(t *testing.T) {
 				if ok, err := advisory.TryLock(ctx, connB, big); err != nil || !ok {
 					t.Fatalf("TryLock(%s) while another session holds %s = %v, %v; want true", big, pair, ok, err)
 				}
-				locks, err := advisory.Inspect(ctx, tg.DB)
+				locks, err := inspect.Locks(ctx, tg.DB)
 				if err != nil {
 					t.Fatal(err)
 				}
 				want := []inspSummary{{Key: big, Granted: true, PID: pidB}, {Key: pair, Granted: true, PID: pidA}}
 				if got := inspSummarize(locks); fmt.Sprint(got) != fmt.Sprint(want) {
-					t.Errorf("Inspect = %v; want %v", got, want)
+					t.Errorf("Locks = %v; want %v", got, want)
 				}
 				// Each is a real lock: the third session gets neither.
 				for _, k := range []advisory.Key{pair, big} {
@@ -399,16 +341,16 @@ func TestKeySpacesAreDistinctIntegration(t *testing.T) {
 	})
 }
 
-// TestInspectWithoutMonitorIntegration runs Inspect as a role without
+// TestLocksWithoutMonitorIntegration runs Locks as a role without
 // pg_monitor: it sees every lock, its own session in full, other roles'
 // sessions without their activity, and reports no error.
-func TestInspectWithoutMonitorIntegration(t *testing.T) {
+func TestLocksWithoutMonitorIntegration(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
-		tg = inspDatabase(t, tg, "inspect-admin")
-		role := inspName("pgadvisory_nomon_")
-		pgExec(t, tg.DB, "CREATE ROLE "+role+" LOGIN")
+		tg = ownDatabase(t, tg, "inspect-admin")
+		role := newName("pgadvisory_nomon_")
+		mustExec(t, tg.DB, "CREATE ROLE "+role+" LOGIN")
 		t.Cleanup(func() {
 			// After the role's sessions are gone: cleanups run in
 			// reverse, and the role's *sql.DB closes first.
@@ -422,13 +364,13 @@ func TestInspectWithoutMonitorIntegration(t *testing.T) {
 		}
 
 		// tg's DSN names the test's database already; only the user changes.
-		limited := inspOpen(t, tg, inspDSN(t, tg.Server.DSN, func(u *url.URL) {
+		limited := openDSN(t, tg, editDSN(t, tg.Server.DSN, func(u *url.URL) {
 			u.User = url.User(role)
-			inspSetParam("application_name", "inspect-limited")(u)
+			setParam("application_name", "inspect-limited")(u)
 		}))
 
-		admin, waiter, own := pgConn(t, tg.DB), pgConn(t, tg.DB), pgConn(t, limited)
-		adminPID, waiterPID, ownPID := pgPID(t, admin), pgPID(t, waiter), pgPID(t, own)
+		admin, waiter, own := dedicatedConn(t, tg.DB), dedicatedConn(t, tg.DB), dedicatedConn(t, limited)
+		adminPID, waiterPID, ownPID := backendPID(t, admin), backendPID(t, waiter), backendPID(t, own)
 		adminKey, ownKey := advisory.PairKey(1, 1), advisory.PairKey(1, 2)
 		if err := advisory.Lock(ctx, admin, adminKey); err != nil {
 			t.Fatal(err)
@@ -438,20 +380,20 @@ func TestInspectWithoutMonitorIntegration(t *testing.T) {
 		}
 		waited := inspLock(t, waiter, ownKey)
 
-		locks := inspUntil(t, limited, func(l []advisory.LockInfo) bool { return inspWaiters(l) == 1 })
+		locks := locksUntil(t, limited, func(l []inspect.Lock) bool { return inspWaiters(l) == 1 })
 		want := []inspSummary{
 			{Key: adminKey, Granted: true, PID: adminPID},
 			{Key: ownKey, Granted: true, PID: ownPID},
 			{Key: ownKey, PID: waiterPID, BlockedBy: []int{ownPID}},
 		}
 		if got := inspSummarize(locks); fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("Inspect = %v; want %v", got, want)
+			t.Fatalf("Locks = %v; want %v", got, want)
 		}
 		mine := locks[1]
 		if mine.User != role || mine.ApplicationName != "inspect-limited" || mine.State != "idle" || mine.Query == "" || mine.Database == "" {
 			t.Errorf("own session: %+v; want every field", mine)
 		}
-		for _, other := range []advisory.LockInfo{locks[0], locks[2]} {
+		for _, other := range []inspect.Lock{locks[0], locks[2]} {
 			if other.User == "" || other.User == role || other.ApplicationName != "inspect-admin" ||
 				other.Query != "" || other.State != "" || other.ClientAddr != "" ||
 				!other.XactStart.IsZero() || !other.StateChange.IsZero() {
@@ -499,7 +441,7 @@ type extremeTag struct {
 }
 
 // extremeTagsOf returns the granted advisory locks of backend pid as
-// pg_locks shows them, and their keys decoded with KeyFromLock, both in
+// pg_locks shows them, and their keys decoded with DecodeKey, both in
 // key order.
 func extremeTagsOf(t *testing.T, db *sql.DB, pid int) ([]extremeTag, []advisory.Key) {
 	t.Helper()
@@ -520,8 +462,8 @@ func extremeTagsOf(t *testing.T, db *sql.DB, pid int) ([]extremeTag, []advisory.
 		if err := rows.Scan(&d.tag.classid, &d.tag.objid, &d.tag.objsubid, &d.tag.shared); err != nil {
 			t.Fatalf("pg_locks: %v", err)
 		}
-		if d.key, err = advisory.KeyFromLock(uint32(d.tag.classid), uint32(d.tag.objid), int16(d.tag.objsubid)); err != nil {
-			t.Fatalf("KeyFromLock(%+v): %v", d.tag, err)
+		if d.key, err = inspect.DecodeKey(uint32(d.tag.classid), uint32(d.tag.objid), int16(d.tag.objsubid)); err != nil {
+			t.Fatalf("DecodeKey(%+v): %v", d.tag, err)
 		}
 		all = append(all, d)
 	}
@@ -536,13 +478,13 @@ func extremeTagsOf(t *testing.T, db *sql.DB, pid int) ([]extremeTag, []advisory.
 	return tags, keys
 }
 
-// extremeInspectKeys returns the keys Inspect reports backend pid holding,
-// in Inspect's order, which is key order.
-func extremeInspectKeys(t *testing.T, db *sql.DB, pid int) []advisory.Key {
+// extremeLocksKeys returns the keys Locks reports backend pid holding,
+// in the order of Locks, which is key order.
+func extremeLocksKeys(t *testing.T, db *sql.DB, pid int) []advisory.Key {
 	t.Helper()
-	locks, err := advisory.Inspect(context.Background(), db)
+	locks, err := inspect.Locks(context.Background(), db)
 	if err != nil {
-		t.Fatalf("Inspect: %v", err)
+		t.Fatalf("Locks: %v", err)
 	}
 	var keys []advisory.Key
 	for _, l := range locks {
@@ -557,17 +499,17 @@ func extremeInspectKeys(t *testing.T, db *sql.DB, pid int) []advisory.Key {
 // spaces, one at a time and all together with LockKeys and XactLockKeys
 // (whose statement lists bigint and pair keys in two VALUES lists), and
 // checks that the server shows exactly the tag each key should have, that
-// KeyFromLock and Inspect decode it back to the same key, that another
+// DecodeKey and Locks decode it back to the same key, that another
 // session cannot take it, and that it is released. The keys are fixed, so
 // the test runs in a database of its own.
 func TestExtremeKeysIntegration(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
-		tg = inspDatabase(t, tg, "inspect-extremes")
+		tg = ownDatabase(t, tg, "inspect-extremes")
 
 		// requireHeld checks that backend pid holds exactly want, in
-		// exclusive mode, as pg_locks, KeyFromLock and Inspect see it, and
+		// exclusive mode, as pg_locks, DecodeKey and Locks see it, and
 		// that the session of other cannot take any of them.
 		requireHeld := func(t *testing.T, pid int, other *sql.Conn, want []extremeKey) {
 			t.Helper()
@@ -587,10 +529,10 @@ func TestExtremeKeysIntegration(t *testing.T) {
 				t.Errorf("pg_locks shows backend %d holding %+v; want %+v", pid, tags, wantTags)
 			}
 			if !slices.Equal(keys, wantKeys) {
-				t.Errorf("KeyFromLock decodes pg_locks as %v; want %v", keys, wantKeys)
+				t.Errorf("DecodeKey decodes pg_locks as %v; want %v", keys, wantKeys)
 			}
-			if got := extremeInspectKeys(t, tg.DB, pid); !slices.Equal(got, wantKeys) {
-				t.Errorf("Inspect reports backend %d holding %v; want %v", pid, got, wantKeys)
+			if got := extremeLocksKeys(t, tg.DB, pid); !slices.Equal(got, wantKeys) {
+				t.Errorf("Locks reports backend %d holding %v; want %v", pid, got, wantKeys)
 			}
 			for _, x := range want {
 				if ok, err := advisory.TryLock(ctx, other, x.key); err != nil || ok {
@@ -601,8 +543,8 @@ func TestExtremeKeysIntegration(t *testing.T) {
 
 		for _, x := range extremeKeys {
 			t.Run(x.name, func(t *testing.T) {
-				conn, other := pgConn(t, tg.DB), pgConn(t, tg.DB)
-				pid := pgPID(t, conn)
+				conn, other := dedicatedConn(t, tg.DB), dedicatedConn(t, tg.DB)
+				pid := backendPID(t, conn)
 				if err := advisory.Lock(ctx, conn, x.key); err != nil {
 					t.Fatalf("Lock(%s): %v", x.key, err)
 				}
@@ -610,7 +552,7 @@ func TestExtremeKeysIntegration(t *testing.T) {
 				if err := advisory.Unlock(ctx, conn, x.key); err != nil {
 					t.Fatalf("Unlock(%s): %v", x.key, err)
 				}
-				pgRequireNoLocks(t, tg.DB, pid)
+				requireNoLocks(t, tg.DB, pid)
 				// Released, the key is free for the other session.
 				if ok, err := advisory.TryLock(ctx, other, x.key); err != nil || !ok {
 					t.Fatalf("TryLock(%s) after Unlock = %v, %v; want true", x.key, ok, err)
@@ -631,8 +573,8 @@ func TestExtremeKeysIntegration(t *testing.T) {
 		}
 
 		t.Run("LockKeys", func(t *testing.T) {
-			conn, other := pgConn(t, tg.DB), pgConn(t, tg.DB)
-			pid := pgPID(t, conn)
+			conn, other := dedicatedConn(t, tg.DB), dedicatedConn(t, tg.DB)
+			pid := backendPID(t, conn)
 			if err := advisory.LockKeys(ctx, conn, mixed...); err != nil {
 				t.Fatalf("LockKeys(%v): %v", mixed, err)
 			}
@@ -640,17 +582,17 @@ func TestExtremeKeysIntegration(t *testing.T) {
 			if err := advisory.UnlockKeys(ctx, conn, mixed...); err != nil {
 				t.Fatalf("UnlockKeys(%v): %v", mixed, err)
 			}
-			pgRequireNoLocks(t, tg.DB, pid)
+			requireNoLocks(t, tg.DB, pid)
 		})
 
 		t.Run("XactLockKeys", func(t *testing.T) {
-			other := pgConn(t, tg.DB)
+			other := dedicatedConn(t, tg.DB)
 			tx, err := tg.DB.BeginTx(ctx, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer tx.Rollback()
-			pid := pgPID(t, tx)
+			pid := backendPID(t, tx)
 			if err := advisory.XactLockKeys(ctx, tx, mixed...); err != nil {
 				t.Fatalf("XactLockKeys(%v): %v", mixed, err)
 			}
@@ -658,7 +600,7 @@ func TestExtremeKeysIntegration(t *testing.T) {
 			if err := tx.Commit(); err != nil {
 				t.Fatal(err)
 			}
-			pgRequireNoLocks(t, tg.DB, pid)
+			requireNoLocks(t, tg.DB, pid)
 		})
 	})
 }

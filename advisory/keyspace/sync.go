@@ -1,43 +1,52 @@
-package advisory
+package keyspace
 
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/pgadvisory/pgadvisory/advisory"
 )
 
-// DefaultNamespaceTable is the dictionary table [Registry.Sync] writes when
-// no [SyncTable] option names another. It is created in the first schema
-// of the caller's search_path.
-const DefaultNamespaceTable = "pgadvisory_namespaces"
+// DefaultTable is the dictionary table [Registry.Sync] writes when no
+// [Table] option names another. It is created in the first schema of the
+// caller's search_path.
+const DefaultTable = "pgadvisory_namespaces"
 
-// A SyncOption changes what [Registry.Sync] writes.
-type SyncOption func(*syncOptions)
+// An Option changes what [Registry.Sync] writes.
+type Option func(*options)
 
-// syncOptions holds what the SyncOptions of one call set.
-type syncOptions struct {
+// options holds what the Options of one call set.
+type options struct {
 	table        string
 	registeredBy string
 }
 
-// SyncTable makes [Registry.Sync] use the table name, "table" or
-// "schema.table", instead of [DefaultNamespaceTable]. Each part must be an
+// Table makes [Registry.Sync] use the table name, "table" or
+// "schema.table", instead of [DefaultTable]. Each part must be an
 // identifier of letters, digits, underscores and dollar signs, not starting
 // with a digit, of at most 63 bytes. The name is quoted as written, so
 // "Locks" and "locks" are two tables; prefer lower case.
-func SyncTable(name string) SyncOption { return func(o *syncOptions) { o.table = name } }
+func Table(name string) Option { return func(o *options) { o.table = name } }
 
-// SyncRegisteredBy sets what [Registry.Sync] records as registered_by, the
+// RegisteredBy sets what [Registry.Sync] records as registered_by, the
 // service that registered a namespace. By default it is the session's
 // application_name, or the program's file name when that is empty.
-func SyncRegisteredBy(name string) SyncOption {
-	return func(o *syncOptions) { o.registeredBy = name }
+func RegisteredBy(name string) Option {
+	return func(o *options) { o.registeredBy = name }
 }
+
+// Errors for bad arguments.
+var (
+	errNilDB     = errors.New("keyspace: nil *sql.DB")
+	errBadOption = errors.New("keyspace: bad option")
+)
 
 // identRE matches an identifier that is safe to quote as is.
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]{0,62}$`)
@@ -47,11 +56,11 @@ var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]{0,62}$`)
 func quoteTable(name string) (string, error) {
 	parts := strings.Split(name, ".")
 	if len(parts) > 2 {
-		return "", fmt.Errorf("%w: SyncTable(%q): want table or schema.table", errBadOption, name)
+		return "", fmt.Errorf("%w: Table(%q): want table or schema.table", errBadOption, name)
 	}
 	for i, p := range parts {
 		if !identRE.MatchString(p) {
-			return "", fmt.Errorf("%w: SyncTable(%q): %q is not a plain identifier of at most 63 bytes", errBadOption, name, p)
+			return "", fmt.Errorf("%w: Table(%q): %q is not a plain identifier of at most 63 bytes", errBadOption, name, p)
 		}
 		parts[i] = `"` + p + `"`
 	}
@@ -80,36 +89,36 @@ const libraryRegisteredBy = "pgadvisory"
 
 // row is a namespace read from the dictionary table.
 type row struct {
-	ns Namespace
+	ns advisory.Namespace
 	by string
 }
 
 // Sync records r's namespaces in a dictionary table that every service
 // using the database shares, so that a namespace ID or name claimed by two
 // services is caught when the second one starts. It creates the table if
-// it is missing ([DefaultNamespaceTable], or the one [SyncTable] names),
+// it is missing ([DefaultTable], or the one [Table] names),
 // with the columns id, name, owner, doc, registered_by and updated_at, and
 // writes a row for each registered namespace and one for the library's own
 // namespace. Once the table exists, Sync needs only SELECT, INSERT and
 // UPDATE on it.
 //
 // Sync runs in one READ COMMITTED transaction that first takes a
-// transaction lock on PairKey([ReservedMinID], 1), so that processes
+// transaction lock on advisory.PairKey([ReservedMinID], 1), so that processes
 // syncing at once, the table's creation included, take turns. It never
 // deletes a row, and never changes one registered by another service: a
 // row with the same ID and name is the same namespace, which Sync updates
 // (owner, doc, updated_at) only when registered_by is its own (see
-// [SyncRegisteredBy]).
+// [RegisteredBy]).
 //
 // A row with a namespace's ID but another name, or its name but another
 // ID, is a conflict. Sync then writes nothing and returns an error that
-// lists every conflict, each a [*ConflictError] matching
-// [ErrNamespaceConflict]. The wait for the lock ends with ctx.
-func (r *Registry) Sync(ctx context.Context, db *sql.DB, opts ...SyncOption) error {
+// lists every conflict, each a [*ConflictError] matching [ErrConflict].
+// The wait for the lock ends with ctx.
+func (r *Registry) Sync(ctx context.Context, db *sql.DB, opts ...Option) error {
 	if db == nil {
 		return errNilDB
 	}
-	o := syncOptions{table: DefaultNamespaceTable}
+	o := options{table: DefaultTable}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
@@ -119,18 +128,18 @@ func (r *Registry) Sync(ctx context.Context, db *sql.DB, opts ...SyncOption) err
 	if err != nil {
 		return err
 	}
-	mine := append([]Namespace{libraryNamespace}, r.Namespaces()...)
-	err = WithXactLock(ctx, db, syncKey, func(ctx context.Context, tx *sql.Tx) error {
+	mine := append([]advisory.Namespace{libraryNamespace}, r.Namespaces()...)
+	err = advisory.WithXactLock(ctx, db, syncKey, func(ctx context.Context, tx *sql.Tx) error {
 		return syncTx(ctx, tx, table, o.registeredBy, mine)
-	}, TxOptions(&sql.TxOptions{Isolation: sql.LevelReadCommitted}))
+	}, advisory.TxOptions(&sql.TxOptions{Isolation: sql.LevelReadCommitted}))
 	if err != nil {
-		return fmt.Errorf("advisory: sync namespaces to %s: %w", table, err)
+		return fmt.Errorf("keyspace: sync namespaces to %s: %w", table, err)
 	}
 	return nil
 }
 
 // syncTx does the work of Sync in tx, which holds the sync lock.
-func syncTx(ctx context.Context, tx *sql.Tx, table, by string, mine []Namespace) error {
+func syncTx(ctx context.Context, tx *sql.Tx, table, by string, mine []advisory.Namespace) error {
 	// Create the table only when it is missing: CREATE TABLE IF NOT
 	// EXISTS needs the CREATE privilege on the schema even when the table
 	// exists, which a service's role may well lack.
@@ -188,7 +197,7 @@ func syncTx(ctx context.Context, tx *sql.Tx, table, by string, mine []Namespace)
 			continue // up to date, or another service's row
 		}
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf(stmt, table), ns.ID, ns.Name, ns.Owner, ns.Doc, nsBy); err != nil {
-			return fmt.Errorf("write namespace %s: %w", ns.describe(), err)
+			return fmt.Errorf("write namespace %s: %w", describe(ns), err)
 		}
 	}
 	return nil
@@ -233,7 +242,7 @@ func (e *syncConflictError) Error() string {
 	}
 	for _, c := range e.conflicts {
 		b.WriteString("\n\t")
-		b.WriteString(strings.TrimPrefix(c.Error(), "advisory: namespace conflict: "))
+		b.WriteString(strings.TrimPrefix(c.Error(), "keyspace: namespace conflict: "))
 	}
 	return b.String()
 }

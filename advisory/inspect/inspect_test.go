@@ -1,4 +1,4 @@
-package advisory_test
+package inspect_test
 
 import (
 	"context"
@@ -12,9 +12,11 @@ import (
 
 	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/advisory/inspect"
+	"github.com/pgadvisory/pgadvisory/advisory/keyspace"
 )
 
-func TestKeyFromLock(t *testing.T) {
+func TestDecodeKey(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name             string
@@ -51,15 +53,15 @@ func TestKeyFromLock(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := advisory.KeyFromLock(tt.classid, tt.objid, tt.objsubid)
+			got, err := inspect.DecodeKey(tt.classid, tt.objid, tt.objsubid)
 			if tt.wantErr {
 				if !errors.Is(err, advisory.ErrBadKey) {
-					t.Errorf("KeyFromLock(%d, %d, %d) = %v, %v; want ErrBadKey", tt.classid, tt.objid, tt.objsubid, got, err)
+					t.Errorf("DecodeKey(%d, %d, %d) = %v, %v; want ErrBadKey", tt.classid, tt.objid, tt.objsubid, got, err)
 				}
 				return
 			}
 			if err != nil || got != tt.want {
-				t.Fatalf("KeyFromLock(%d, %d, %d) = %v, %v; want %v", tt.classid, tt.objid, tt.objsubid, got, err, tt.want)
+				t.Fatalf("DecodeKey(%d, %d, %d) = %v, %v; want %v", tt.classid, tt.objid, tt.objsubid, got, err, tt.want)
 			}
 			if tt.wantStringForLog != "" && got.String() != tt.wantStringForLog {
 				t.Errorf("key String = %q, want %q", got, tt.wantStringForLog)
@@ -80,7 +82,7 @@ func TestKeyFromLock(t *testing.T) {
 	}
 }
 
-// The statement Inspect sends, and its columns.
+// The statement Locks sends, and its columns.
 const (
 	inspectQuery = `SELECT l.classid::int8, l.objid::int8, l.objsubid::int4, l.mode, l.granted, ` +
 		`l.pid, d.datname::text, a.application_name, a.usename::text, host(a.client_addr), a.state, ` +
@@ -99,10 +101,10 @@ var inspectColumns = []string{"classid", "objid", "objsubid", "mode", "granted",
 	"application_name", "usename", "client_addr", "state", "query", "xact_start", "state_change",
 	"waitstart", "waited", "blocking"}
 
-func TestInspect(t *testing.T) {
+func TestLocks(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	var reg advisory.Registry
+	var reg keyspace.Registry
 	reg.MustRegister(advisory.Namespace{ID: 100, Name: "inventory"})
 
 	db, m := newMock(t)
@@ -125,11 +127,11 @@ func TestInspect(t *testing.T) {
 		AddRow(int64(0), int64(7), int64(1), "ExclusiveLock", true,
 			nil, "app", nil, nil, nil, nil, nil, nil, nil, nil, nil, nil))
 
-	got, err := advisory.Inspect(context.Background(), db, advisory.WithRegistry(&reg))
+	got, err := inspect.Locks(context.Background(), db, inspect.WithRegistry(&reg))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []advisory.LockInfo{
+	want := []inspect.Lock{
 		{Key: advisory.Int64Key(-42), Shared: true, Granted: true, PID: 4250, Database: "app", User: "bob"},
 		{Key: advisory.Int64Key(7), Granted: true, Database: "app"},
 		{Key: advisory.NameKey(100, "sync_inventory"), Namespace: "inventory", Granted: true, PID: 4242, Database: "app",
@@ -142,24 +144,24 @@ func TestInspect(t *testing.T) {
 			BlockedBy: []int{4242, 4250}},
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("Inspect =\n%+v\nwant\n%+v", got, want)
+		t.Errorf("Locks =\n%+v\nwant\n%+v", got, want)
 	}
 	if s := got[3].String(); s != "pid 4243 (worker) waits 1.5s for exclusive 100:370782098 [inventory], blocked by 4242, 4250" {
 		t.Errorf("String = %q", s)
 	}
 }
 
-func TestInspectAllDatabases(t *testing.T) {
+func TestLocksAllDatabases(t *testing.T) {
 	t.Parallel()
 	db, m := newMock(t)
 	m.ExpectQuery(inspectQuery).WillReturnRows(sqlmock.NewRows(inspectColumns))
-	got, err := advisory.Inspect(context.Background(), db, advisory.AllDatabases())
+	got, err := inspect.Locks(context.Background(), db, inspect.AllDatabases())
 	if err != nil || len(got) != 0 {
-		t.Errorf("Inspect = %v, %v; want no locks", got, err)
+		t.Errorf("Locks = %v, %v; want no locks", got, err)
 	}
 }
 
-func TestInspectErrors(t *testing.T) {
+func TestLocksErrors(t *testing.T) {
 	t.Parallel()
 	errDriver := errors.New("connection reset")
 	row := func(classid, objid, objsubid int64, mode string, blocking driver.Value) []driver.Value {
@@ -173,7 +175,7 @@ func TestInspectErrors(t *testing.T) {
 		wantErr error
 		wantMsg string
 	}{
-		{name: "QueryFails", err: errDriver, wantErr: errDriver, wantMsg: "advisory: inspect: connection reset"},
+		{name: "QueryFails", err: errDriver, wantErr: errDriver, wantMsg: "inspect: connection reset"},
 		{name: "BadSubid", row: row(1, 2, 3, "ExclusiveLock", nil), wantErr: advisory.ErrBadKey, wantMsg: "objsubid 3"},
 		{name: "ClassidRange", row: row(1<<32, 2, 1, "ExclusiveLock", nil), wantErr: advisory.ErrBadKey, wantMsg: "out of range"},
 		{name: "BadMode", row: row(1, 2, 1, "AccessShareLock", nil), wantMsg: `unexpected advisory lock mode "AccessShareLock"`},
@@ -197,24 +199,24 @@ func TestInspectErrors(t *testing.T) {
 			} else {
 				q.WillReturnRows(sqlmock.NewRows(inspectColumns).AddRow(tt.row...))
 			}
-			got, err := advisory.Inspect(context.Background(), db)
+			got, err := inspect.Locks(context.Background(), db)
 			if err == nil {
-				t.Fatalf("Inspect = %v, nil; want an error", got)
+				t.Fatalf("Locks = %v, nil; want an error", got)
 			}
 			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
-				t.Errorf("Inspect = %v, want errors.Is %v", err, tt.wantErr)
+				t.Errorf("Locks = %v, want errors.Is %v", err, tt.wantErr)
 			}
-			if !strings.HasPrefix(err.Error(), "advisory: ") || !strings.Contains(err.Error(), tt.wantMsg) {
-				t.Errorf("Inspect = %q, want it to contain %q", err, tt.wantMsg)
+			if !strings.HasPrefix(err.Error(), "inspect: ") || !strings.Contains(err.Error(), tt.wantMsg) {
+				t.Errorf("Locks = %q, want it to contain %q", err, tt.wantMsg)
 			}
 		})
 	}
-	if _, err := advisory.Inspect(context.Background(), nil); err == nil {
-		t.Error("Inspect(nil) = nil error")
+	if _, err := inspect.Locks(context.Background(), nil); err == nil {
+		t.Error("Locks(nil) = nil error")
 	}
 }
 
-func TestInspectBlockedByForms(t *testing.T) {
+func TestLocksBlockedByForms(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name  string
@@ -235,7 +237,7 @@ func TestInspectBlockedByForms(t *testing.T) {
 			m.ExpectQuery(inspectQuery + inspectThisDB).WillReturnRows(sqlmock.NewRows(inspectColumns).
 				AddRow(int64(0), int64(1), int64(1), "ExclusiveLock", tt.grant, int64(1), "db",
 					nil, nil, nil, nil, nil, nil, nil, nil, nil, tt.text))
-			got, err := advisory.Inspect(context.Background(), db)
+			got, err := inspect.Locks(context.Background(), db)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -246,24 +248,24 @@ func TestInspectBlockedByForms(t *testing.T) {
 	}
 }
 
-func TestLockInfoString(t *testing.T) {
+func TestLockString(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		l    advisory.LockInfo
+		l    inspect.Lock
 		want string
 	}{
-		{name: "Holder", l: advisory.LockInfo{Key: advisory.PairKey(7, 1), Namespace: "billing", Granted: true, PID: 4242, ApplicationName: "billing-api"},
+		{name: "Holder", l: inspect.Lock{Key: advisory.PairKey(7, 1), Namespace: "billing", Granted: true, PID: 4242, ApplicationName: "billing-api"},
 			want: "pid 4242 (billing-api) holds exclusive 7:1 [billing]"},
-		{name: "SharedNoApp", l: advisory.LockInfo{Key: advisory.Int64Key(-42), Shared: true, Granted: true, PID: 5},
+		{name: "SharedNoApp", l: inspect.Lock{Key: advisory.Int64Key(-42), Shared: true, Granted: true, PID: 5},
 			want: "pid 5 holds shared -42"},
-		{name: "WaiterUnknownDuration", l: advisory.LockInfo{Key: advisory.Int64Key(42), PID: 6, BlockedBy: []int{5}},
+		{name: "WaiterUnknownDuration", l: inspect.Lock{Key: advisory.Int64Key(42), PID: 6, BlockedBy: []int{5}},
 			want: "pid 6 waits for exclusive 42, blocked by 5"},
-		{name: "WaiterMillis", l: advisory.LockInfo{Key: advisory.Int64Key(42), PID: 6, Waited: 1234567 * time.Microsecond},
+		{name: "WaiterMillis", l: inspect.Lock{Key: advisory.Int64Key(42), PID: 6, Waited: 1234567 * time.Microsecond},
 			want: "pid 6 waits 1.2s for exclusive 42"},
-		{name: "WaiterSubMillis", l: advisory.LockInfo{Key: advisory.Int64Key(42), PID: 6, Waited: 2345678 * time.Nanosecond},
+		{name: "WaiterSubMillis", l: inspect.Lock{Key: advisory.Int64Key(42), PID: 6, Waited: 2345678 * time.Nanosecond},
 			want: "pid 6 waits 2ms for exclusive 42"},
-		{name: "Prepared", l: advisory.LockInfo{Key: advisory.Int64Key(1), Granted: true},
+		{name: "Prepared", l: inspect.Lock{Key: advisory.Int64Key(1), Granted: true},
 			want: "prepared transaction holds exclusive 1"},
 	}
 	for _, tt := range tests {
@@ -273,5 +275,18 @@ func TestLockInfoString(t *testing.T) {
 				t.Errorf("String = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestLocksCanceled checks that Locks under an ended ctx reports ctx's
+// error.
+func TestLocksCanceled(t *testing.T) {
+	t.Parallel()
+	db, _ := newMock(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := inspect.Locks(ctx, db)
+	if !errors.Is(err, context.Canceled) || !strings.HasPrefix(err.Error(), "inspect: ") {
+		t.Errorf("Locks with a cancelled ctx = %v; want context.Canceled", err)
 	}
 }

@@ -1,4 +1,4 @@
-package advisory_test
+package inspect_test
 
 import (
 	"math/rand/v2"
@@ -7,21 +7,22 @@ import (
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/advisory/inspect"
 )
 
-// Helpers that build the LockInfo values Inspect would return.
-func wgHeld(pid int, app string, k advisory.Key) advisory.LockInfo {
-	return advisory.LockInfo{Key: k, Granted: true, PID: pid, ApplicationName: app}
+// Helpers that build the Lock values Locks would return.
+func wgHeld(pid int, app string, k advisory.Key) inspect.Lock {
+	return inspect.Lock{Key: k, Granted: true, PID: pid, ApplicationName: app}
 }
 
-func wgHeldShared(pid int, k advisory.Key) advisory.LockInfo {
+func wgHeldShared(pid int, k advisory.Key) inspect.Lock {
 	l := wgHeld(pid, "", k)
 	l.Shared = true
 	return l
 }
 
-func wgWaiting(pid int, app string, k advisory.Key, d time.Duration, by ...int) advisory.LockInfo {
-	return advisory.LockInfo{Key: k, PID: pid, ApplicationName: app, Waited: d, BlockedBy: by}
+func wgWaiting(pid int, app string, k advisory.Key, d time.Duration, by ...int) inspect.Lock {
+	return inspect.Lock{Key: k, PID: pid, ApplicationName: app, Waited: d, BlockedBy: by}
 }
 
 func TestWaitGraph(t *testing.T) {
@@ -31,22 +32,22 @@ func TestWaitGraph(t *testing.T) {
 	k42 := advisory.Int64Key(42)
 	tests := []struct {
 		name  string
-		locks []advisory.LockInfo
+		locks []inspect.Lock
 		want  string
 	}{
 		{name: "Empty"},
-		{name: "NoWaiters", locks: []advisory.LockInfo{wgHeld(1, "a", k71), wgHeld(2, "b", k42)}},
+		{name: "NoWaiters", locks: []inspect.Lock{wgHeld(1, "a", k71), wgHeld(2, "b", k42)}},
 		{
 			name: "Chain",
-			locks: []advisory.LockInfo{
-				func() advisory.LockInfo { l := wgHeld(4242, "billing-api", k71); l.Namespace = "billing"; return l }(),
-				func() advisory.LockInfo {
+			locks: []inspect.Lock{
+				func() inspect.Lock { l := wgHeld(4242, "billing-api", k71); l.Namespace = "billing"; return l }(),
+				func() inspect.Lock {
 					l := wgWaiting(4243, "billing-worker", k71, 1500*time.Millisecond, 4242)
 					l.Namespace = "billing"
 					return l
 				}(),
 				wgHeld(4243, "billing-worker", k79),
-				func() advisory.LockInfo {
+				func() inspect.Lock {
 					l := wgWaiting(4250, "report", k79, 200*time.Millisecond, 4243)
 					l.Shared = true
 					return l
@@ -60,7 +61,7 @@ func TestWaitGraph(t *testing.T) {
 		},
 		{
 			name: "SharedHoldersBlockOneWriter",
-			locks: []advisory.LockInfo{
+			locks: []inspect.Lock{
 				wgHeldShared(30, k42), wgHeldShared(10, k42), wgHeldShared(20, k42),
 				wgWaiting(40, "", k42, 3*time.Second, 10, 20, 30),
 			},
@@ -76,7 +77,7 @@ func TestWaitGraph(t *testing.T) {
 			name: "QueueBehindWaiter",
 			// 3 waits behind 2, which waits for 1: the server lists both
 			// 1 and 2 as blocking 3.
-			locks: []advisory.LockInfo{
+			locks: []inspect.Lock{
 				wgHeld(1, "", k42),
 				wgWaiting(2, "", k42, time.Second, 1),
 				wgWaiting(3, "", k42, 0, 1, 2),
@@ -89,7 +90,7 @@ func TestWaitGraph(t *testing.T) {
 		},
 		{
 			name: "Cycle",
-			locks: []advisory.LockInfo{
+			locks: []inspect.Lock{
 				wgHeld(5, "", k71), wgWaiting(5, "", k42, time.Second, 6),
 				wgHeld(6, "", k42), wgWaiting(6, "", k71, 2*time.Second, 5),
 			},
@@ -102,19 +103,19 @@ func TestWaitGraph(t *testing.T) {
 			name: "BlockerNotInLocks",
 			// The blocker was filtered out of the snapshot, or holds
 			// nothing the caller can see.
-			locks: []advisory.LockInfo{wgWaiting(8, "job", k42, time.Second, 99)},
+			locks: []inspect.Lock{wgWaiting(8, "job", k42, time.Second, 99)},
 			want: "" +
 				"pid 99\n" +
 				"  blocks pid 8 (job): waits 1s for exclusive 42\n",
 		},
 		{
 			name:  "UnknownBlocker",
-			locks: []advisory.LockInfo{wgWaiting(8, "", k42, time.Second)},
+			locks: []inspect.Lock{wgWaiting(8, "", k42, time.Second)},
 			want:  "pid 8: waits 1s for exclusive 42\n",
 		},
 		{
 			name: "PreparedTransaction",
-			locks: []advisory.LockInfo{
+			locks: []inspect.Lock{
 				{Key: k42, Granted: true},
 				wgWaiting(8, "", k42, time.Minute, 0),
 			},
@@ -126,13 +127,13 @@ func TestWaitGraph(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if got := advisory.WaitGraph(tt.locks); got != tt.want {
+			if got := inspect.WaitGraph(tt.locks); got != tt.want {
 				t.Errorf("WaitGraph =\n%s\nwant\n%s", got, tt.want)
 			}
 			// The input's order does not matter.
 			shuffled := slices.Clone(tt.locks)
 			rand.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-			if got := advisory.WaitGraph(shuffled); got != tt.want {
+			if got := inspect.WaitGraph(shuffled); got != tt.want {
 				t.Errorf("WaitGraph of shuffled locks =\n%s\nwant\n%s", got, tt.want)
 			}
 		})

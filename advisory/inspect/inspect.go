@@ -1,27 +1,31 @@
-package advisory
+package inspect
 
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/advisory/keyspace"
 )
 
-// LockInfo describes one advisory lock held or awaited by one session, as
-// [Inspect] reads it from pg_locks and pg_stat_activity. Without the
+// Lock describes one advisory lock held or awaited by one session, as
+// [Locks] reads it from pg_locks and pg_stat_activity. Without the
 // pg_monitor role (or pg_read_all_stats), the server hides the activity of
 // other roles' sessions: their State, ClientAddr, XactStart, StateChange
 // and Query are then empty, and Key, Shared, Granted, PID, User,
 // ApplicationName and BlockedBy are still reported.
-type LockInfo struct {
-	Key       Key    // the lock's key, decoded with [KeyFromLock]
-	Namespace string // the name of Key's namespace, with [WithRegistry]; "" if none
-	Shared    bool   // a shared lock; false for an exclusive one
-	Granted   bool   // held; false while the session waits for it
+type Lock struct {
+	Key       advisory.Key // the lock's key, decoded with [DecodeKey]
+	Namespace string       // the name of Key's namespace, with [WithRegistry]; "" if none
+	Shared    bool         // a shared lock; false for an exclusive one
+	Granted   bool         // held; false while the session waits for it
 
 	PID             int    // the backend's process ID; 0 for a prepared transaction
 	Database        string // the database the lock belongs to
@@ -39,7 +43,7 @@ type LockInfo struct {
 }
 
 // Mode returns "shared" or "exclusive".
-func (l LockInfo) Mode() string {
+func (l Lock) Mode() string {
 	if l.Shared {
 		return "shared"
 	}
@@ -49,7 +53,7 @@ func (l LockInfo) Mode() string {
 // String describes the lock on one line, such as
 // `pid 4242 (billing-api) holds exclusive 7:1 [billing]` or
 // `pid 4243 waits 1.5s for shared 42, blocked by 4242`.
-func (l LockInfo) String() string {
+func (l Lock) String() string {
 	var b strings.Builder
 	b.WriteString(pidLabel(l.PID, l.ApplicationName))
 	if l.Granted {
@@ -68,7 +72,7 @@ func (l LockInfo) String() string {
 }
 
 // what renders the mode and the key: `exclusive 7:1 [billing]`.
-func (l LockInfo) what() string {
+func (l Lock) what() string {
 	s := l.Mode() + " " + l.Key.String()
 	if l.Namespace != "" {
 		s += " [" + l.Namespace + "]"
@@ -77,7 +81,7 @@ func (l LockInfo) what() string {
 }
 
 // waits renders "waits" or "waits 1.5s".
-func (l LockInfo) waits() string {
+func (l Lock) waits() string {
 	if l.Waited <= 0 {
 		return "waits"
 	}
@@ -93,6 +97,18 @@ func roundDuration(d time.Duration) time.Duration {
 		return d.Round(time.Millisecond)
 	}
 	return d
+}
+
+// errNilDB is returned for a nil *sql.DB.
+var errNilDB = errors.New("inspect: nil *sql.DB")
+
+// fail reports err, from the query of [Locks] under ctx. An error that
+// came as ctx ended also matches ctx's error.
+func fail(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+		return fmt.Errorf("inspect: %w: %w", ctxErr, err)
+	}
+	return fmt.Errorf("inspect: %w", err)
 }
 
 // pidLabel names a session: `pid 4242 (billing-api)`, or
@@ -117,25 +133,25 @@ func pidList(pids []int) string {
 	return strings.Join(parts, ", ")
 }
 
-// An InspectOption changes what [Inspect] reports.
-type InspectOption func(*inspectOptions)
+// An Option changes what [Locks] reports.
+type Option func(*options)
 
-// inspectOptions holds what the InspectOptions of one call set.
-type inspectOptions struct {
-	registry *Registry
+// options holds what the Options of one call set.
+type options struct {
+	registry *keyspace.Registry
 	allDBs   bool
 }
 
-// WithRegistry makes [Inspect] fill in [LockInfo].Namespace from r.
-func WithRegistry(r *Registry) InspectOption {
-	return func(o *inspectOptions) { o.registry = r }
+// WithRegistry makes [Locks] fill in [Lock].Namespace from r.
+func WithRegistry(r *keyspace.Registry) Option {
+	return func(o *options) { o.registry = r }
 }
 
-// AllDatabases makes [Inspect] report the advisory locks of every database
+// AllDatabases makes [Locks] report the advisory locks of every database
 // on the server, not only the current one. Advisory locks of two databases
 // never conflict, even on the same key.
-func AllDatabases() InspectOption {
-	return func(o *inspectOptions) { o.allDBs = true }
+func AllDatabases() Option {
+	return func(o *options) { o.allDBs = true }
 }
 
 // inspectSQL reads every advisory lock with its session's activity. It
@@ -159,20 +175,20 @@ const (
 	inspectAllDBs = ``
 )
 
-// Inspect returns the advisory locks held or awaited in the current
+// Locks returns the advisory locks held or awaited in the current
 // database (every database with [AllDatabases]), one per session, key and
 // mode, sorted by key, then holders before waiters, then PID. It runs one
 // query, joining pg_locks with pg_stat_activity, and needs no privilege:
 // without pg_monitor some fields of other roles' sessions are empty, as
-// [LockInfo] says, and that is not an error.
+// [Lock] says, and that is not an error.
 //
 // The answer is a snapshot: locks come and go as it is read. Pass the
 // result to [WaitGraph] to see who blocks whom.
-func Inspect(ctx context.Context, db *sql.DB, opts ...InspectOption) ([]LockInfo, error) {
+func Locks(ctx context.Context, db *sql.DB, opts ...Option) ([]Lock, error) {
 	if db == nil {
 		return nil, errNilDB
 	}
-	var o inspectOptions
+	var o options
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
@@ -184,14 +200,14 @@ func Inspect(ctx context.Context, db *sql.DB, opts ...InspectOption) ([]LockInfo
 	}
 	rows, err := db.QueryContext(ctx, fmt.Sprintf(inspectSQL, filter))
 	if err != nil {
-		return nil, fail(ctx, "inspect", "", err)
+		return nil, fail(ctx, err)
 	}
 	defer rows.Close()
-	var locks []LockInfo
+	var locks []Lock
 	for rows.Next() {
 		l, err := scanLock(rows)
 		if err != nil {
-			return nil, fmt.Errorf("advisory: inspect: %w", err)
+			return nil, fmt.Errorf("inspect: %w", err)
 		}
 		if o.registry != nil {
 			if ns, ok := o.registry.Lookup(l.Key); ok {
@@ -201,7 +217,7 @@ func Inspect(ctx context.Context, db *sql.DB, opts ...InspectOption) ([]LockInfo
 		locks = append(locks, l)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fail(ctx, "inspect", "", err)
+		return nil, fail(ctx, err)
 	}
 	slices.SortStableFunc(locks, compareLocks)
 	return locks, nil
@@ -209,7 +225,7 @@ func Inspect(ctx context.Context, db *sql.DB, opts ...InspectOption) ([]LockInfo
 
 // compareLocks orders locks by key, holders first, then by PID, mode and
 // database.
-func compareLocks(a, b LockInfo) int {
+func compareLocks(a, b Lock) int {
 	if c := a.Key.Compare(b.Key); c != 0 {
 		return c
 	}
@@ -232,9 +248,9 @@ func compareLocks(a, b LockInfo) int {
 }
 
 // scanLock reads one row of inspectSQL.
-func scanLock(rows *sql.Rows) (LockInfo, error) {
+func scanLock(rows *sql.Rows) (Lock, error) {
 	var (
-		l                                     LockInfo
+		l                                     Lock
 		classid, objid, objsubid              int64
 		mode                                  string
 		pid                                   sql.NullInt64
@@ -248,21 +264,21 @@ func scanLock(rows *sql.Rows) (LockInfo, error) {
 		&query, &xactStart, &stateChange, &waitStart,
 		&waited, &blocking)
 	if err != nil {
-		return LockInfo{}, err
+		return Lock{}, err
 	}
 	if classid < 0 || classid > math.MaxUint32 || objid < 0 || objid > math.MaxUint32 ||
 		objsubid < math.MinInt16 || objsubid > math.MaxInt16 {
-		return LockInfo{}, fmt.Errorf("%w: classid %d, objid %d, objsubid %d out of range", ErrBadKey, classid, objid, objsubid)
+		return Lock{}, fmt.Errorf("%w: classid %d, objid %d, objsubid %d out of range", advisory.ErrBadKey, classid, objid, objsubid)
 	}
-	if l.Key, err = KeyFromLock(uint32(classid), uint32(objid), int16(objsubid)); err != nil {
-		return LockInfo{}, err
+	if l.Key, err = DecodeKey(uint32(classid), uint32(objid), int16(objsubid)); err != nil {
+		return Lock{}, err
 	}
 	switch mode {
 	case "ShareLock":
 		l.Shared = true
 	case "ExclusiveLock":
 	default:
-		return LockInfo{}, fmt.Errorf("advisory: unexpected advisory lock mode %q", mode)
+		return Lock{}, fmt.Errorf("unexpected advisory lock mode %q", mode)
 	}
 	l.PID = int(pid.Int64)
 	l.Database = dbName.String
@@ -279,7 +295,7 @@ func scanLock(rows *sql.Rows) (LockInfo, error) {
 			l.Waited = time.Duration(waited.Float64 * float64(time.Second))
 		}
 		if l.BlockedBy, err = parseIntArray(blocking.String); err != nil {
-			return LockInfo{}, err
+			return Lock{}, err
 		}
 	}
 	return l, nil
@@ -294,7 +310,7 @@ func parseIntArray(s string) ([]int, error) {
 	inner, okPrefix := strings.CutPrefix(s, "{")
 	inner, okSuffix := strings.CutSuffix(inner, "}")
 	if !okPrefix || !okSuffix {
-		return nil, fmt.Errorf("advisory: malformed int array %q", s)
+		return nil, fmt.Errorf("malformed int array %q", s)
 	}
 	if inner == "" {
 		return nil, nil
@@ -304,7 +320,7 @@ func parseIntArray(s string) ([]int, error) {
 	for _, p := range parts {
 		n, err := strconv.Atoi(p)
 		if err != nil {
-			return nil, fmt.Errorf("advisory: malformed int array %q", s)
+			return nil, fmt.Errorf("malformed int array %q", s)
 		}
 		out = append(out, n)
 	}
@@ -312,22 +328,22 @@ func parseIntArray(s string) ([]int, error) {
 	return slices.Compact(out), nil
 }
 
-// KeyFromLock rebuilds a key from the classid, objid and objsubid columns
+// DecodeKey rebuilds a key from the classid, objid and objsubid columns
 // of an advisory lock's row in pg_locks (classid and objid are oids, that
 // is, uint32). objsubid 1 marks a bigint key k, shown as classid = k>>32
 // and objid = k&0xffffffff; objsubid 2 marks a pair (a, b), shown as
 // classid = a and objid = b, both as unsigned. Any other objsubid gives an
-// error matching [ErrBadKey].
+// error matching [advisory.ErrBadKey].
 //
 // A key taken with a bigint never equals one taken with a pair, even when
 // classid and objid match: objsubid tells them apart, and the server keeps
 // them apart.
-func KeyFromLock(classid, objid uint32, objsubid int16) (Key, error) {
+func DecodeKey(classid, objid uint32, objsubid int16) (advisory.Key, error) {
 	switch objsubid {
 	case 1:
-		return Int64Key(int64(uint64(classid)<<32 | uint64(objid))), nil
+		return advisory.Int64Key(int64(uint64(classid)<<32 | uint64(objid))), nil
 	case 2:
-		return PairKey(int32(classid), int32(objid)), nil
+		return advisory.PairKey(int32(classid), int32(objid)), nil
 	}
-	return Key{}, fmt.Errorf("%w: pg_locks objsubid %d is neither 1 (bigint) nor 2 (int, int)", ErrBadKey, objsubid)
+	return advisory.Key{}, fmt.Errorf("%w: pg_locks objsubid %d is neither 1 (bigint) nor 2 (int, int)", advisory.ErrBadKey, objsubid)
 }

@@ -1,4 +1,4 @@
-package advisory_test
+package keyspace_test
 
 import (
 	"context"
@@ -14,11 +14,12 @@ import (
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/advisory/keyspace"
 	"github.com/pgadvisory/pgadvisory/internal/pgtest"
 )
 
 // Integration tests of Registry.Sync. Each runs in a database of its own
-// (see inspDatabase), so the dictionary table is the test's alone.
+// (see ownDatabase), so the dictionary table is the test's alone.
 
 // syncRow is a row of the dictionary table.
 type syncRow struct {
@@ -71,13 +72,13 @@ func TestSyncConcurrentIntegration(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
-		tg = inspDatabase(t, tg, "sync-concurrent")
+		tg = ownDatabase(t, tg, "sync-concurrent")
 		common := advisory.Namespace{ID: 999, Name: "common", Owner: "platform"}
 
 		const services = 8
-		regs := make([]*advisory.Registry, services)
+		regs := make([]*keyspace.Registry, services)
 		for g := range services {
-			regs[g] = &advisory.Registry{}
+			regs[g] = &keyspace.Registry{}
 			regs[g].MustRegister(common)
 			regs[g].MustRegister(advisory.Namespace{ID: int32(1000 + g), Name: fmt.Sprintf("svc-%d", g), Owner: fmt.Sprintf("team-%d", g)})
 		}
@@ -90,7 +91,7 @@ func TestSyncConcurrentIntegration(t *testing.T) {
 		for g := range services {
 			wg.Go(func() {
 				<-start
-				errs[g] = regs[g].Sync(ctx, tg.DB, advisory.SyncRegisteredBy(fmt.Sprintf("service-%d", g)))
+				errs[g] = regs[g].Sync(ctx, tg.DB, keyspace.RegisteredBy(fmt.Sprintf("service-%d", g)))
 			})
 		}
 		close(start)
@@ -102,7 +103,7 @@ func TestSyncConcurrentIntegration(t *testing.T) {
 				continue
 			}
 			failed = append(failed, g)
-			if !errors.Is(err, advisory.ErrNamespaceConflict) {
+			if !errors.Is(err, keyspace.ErrConflict) {
 				t.Errorf("service %d: Sync = %v; want only namespace conflicts", g, err)
 			}
 			for _, s := range []string{`1006 "svc-6"`, `1006 "intruder"`} {
@@ -125,7 +126,7 @@ func TestSyncConcurrentIntegration(t *testing.T) {
 				want[ns.ID] = ns
 			}
 		}
-		got, _ := syncReadTable(t, tg.DB, advisory.DefaultNamespaceTable)
+		got, _ := syncReadTable(t, tg.DB, keyspace.DefaultTable)
 		if len(got) != len(want) {
 			t.Errorf("table has %d rows, want %d:\n%v", len(got), len(want), got)
 		}
@@ -138,22 +139,22 @@ func TestSyncConcurrentIntegration(t *testing.T) {
 }
 
 // TestSyncIntegration checks what Sync writes, and what it leaves alone,
-// in a table named by SyncTable in another schema.
+// in a table named by Table in another schema.
 func TestSyncIntegration(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
-		tg = inspDatabase(t, tg, "sync")
-		pgExec(t, tg.DB, "CREATE SCHEMA ops")
+		tg = ownDatabase(t, tg, "sync")
+		mustExec(t, tg.DB, "CREATE SCHEMA ops")
 		const table = `ops."Lock_Keys"`
-		opt := advisory.SyncTable("ops.Lock_Keys")
+		opt := keyspace.Table("ops.Lock_Keys")
 
 		billing := advisory.Namespace{ID: 7, Name: "billing", Owner: "team-payments", Doc: "invoice runs"}
 		reports := advisory.Namespace{ID: -3, Name: "reports", Owner: "team-bi", Doc: "it's a \"quoted\"; doc"}
-		var api advisory.Registry
+		var api keyspace.Registry
 		api.MustRegister(billing)
 		api.MustRegister(reports)
-		if err := api.Sync(ctx, tg.DB, opt, advisory.SyncRegisteredBy("billing-api")); err != nil {
+		if err := api.Sync(ctx, tg.DB, opt, keyspace.RegisteredBy("billing-api")); err != nil {
 			t.Fatal(err)
 		}
 		wantRows := []syncRow{syncLibrary, {reports, "billing-api"}, {billing, "billing-api"}}
@@ -163,7 +164,7 @@ func TestSyncIntegration(t *testing.T) {
 		}
 
 		t.Run("Idempotent", func(t *testing.T) {
-			if err := api.Sync(ctx, tg.DB, opt, advisory.SyncRegisteredBy("billing-api")); err != nil {
+			if err := api.Sync(ctx, tg.DB, opt, keyspace.RegisteredBy("billing-api")); err != nil {
 				t.Fatal(err)
 			}
 			again, updatedAgain := syncReadTable(t, tg.DB, table)
@@ -175,10 +176,10 @@ func TestSyncIntegration(t *testing.T) {
 		t.Run("AnotherServiceSharesANamespace", func(t *testing.T) {
 			// Same ID and name: the same namespace. Its row stays the
 			// first service's.
-			var worker advisory.Registry
+			var worker keyspace.Registry
 			worker.MustRegister(advisory.Namespace{ID: 7, Name: "billing", Owner: "someone-else"})
 			worker.MustRegister(advisory.Namespace{ID: 8, Name: "payouts"})
-			if err := worker.Sync(ctx, tg.DB, opt, advisory.SyncRegisteredBy("billing-worker")); err != nil {
+			if err := worker.Sync(ctx, tg.DB, opt, keyspace.RegisteredBy("billing-worker")); err != nil {
 				t.Fatal(err)
 			}
 			got, _ := syncReadTable(t, tg.DB, table)
@@ -189,11 +190,11 @@ func TestSyncIntegration(t *testing.T) {
 		})
 
 		t.Run("OwnRowsUpdated", func(t *testing.T) {
-			var api2 advisory.Registry
+			var api2 keyspace.Registry
 			moved := billing
 			moved.Owner, moved.Doc = "team-ledger", "invoice and credit-note runs"
 			api2.MustRegister(moved)
-			if err := api2.Sync(ctx, tg.DB, opt, advisory.SyncRegisteredBy("billing-api")); err != nil {
+			if err := api2.Sync(ctx, tg.DB, opt, keyspace.RegisteredBy("billing-api")); err != nil {
 				t.Fatal(err)
 			}
 			got, after := syncReadTable(t, tg.DB, table)
@@ -208,13 +209,13 @@ func TestSyncIntegration(t *testing.T) {
 
 		t.Run("ConflictWritesNothing", func(t *testing.T) {
 			before, _ := syncReadTable(t, tg.DB, table)
-			var rogue advisory.Registry
+			var rogue keyspace.Registry
 			rogue.MustRegister(advisory.Namespace{ID: 50, Name: "fresh"})
 			rogue.MustRegister(advisory.Namespace{ID: 7, Name: "ledger", Owner: "team-rogue"})
 			rogue.MustRegister(advisory.Namespace{ID: 51, Name: "reports", Owner: "team-rogue"})
-			err := rogue.Sync(ctx, tg.DB, opt, advisory.SyncRegisteredBy("rogue"))
-			if !errors.Is(err, advisory.ErrNamespaceConflict) {
-				t.Fatalf("Sync = %v; want ErrNamespaceConflict", err)
+			err := rogue.Sync(ctx, tg.DB, opt, keyspace.RegisteredBy("rogue"))
+			if !errors.Is(err, keyspace.ErrConflict) {
+				t.Fatalf("Sync = %v; want ErrConflict", err)
 			}
 			for _, s := range []string{`ID 7 is already 7 "billing"`, `registered by "billing-api"`, `cannot register 7 "ledger" (owner team-rogue)`,
 				`name "reports" is already -3 "reports"`, `cannot register 51 "reports"`, "2 namespace conflicts"} {
@@ -222,7 +223,7 @@ func TestSyncIntegration(t *testing.T) {
 					t.Errorf("error %q lacks %q", err, s)
 				}
 			}
-			var ce *advisory.ConflictError
+			var ce *keyspace.ConflictError
 			if !errors.As(err, &ce) || ce.RegisteredBy != "billing-api" || ce.Existing.ID != 7 {
 				t.Errorf("ConflictError = %+v", ce)
 			}
@@ -235,8 +236,8 @@ func TestSyncIntegration(t *testing.T) {
 		t.Run("RoleWithoutCreate", func(t *testing.T) {
 			// Once the table exists, a role that may read and write it,
 			// but not create anything in its schema, can sync.
-			role := inspName("pgadvisory_sync_")
-			pgExec(t, tg.DB, "CREATE ROLE "+role+" LOGIN")
+			role := newName("pgadvisory_sync_")
+			mustExec(t, tg.DB, "CREATE ROLE "+role+" LOGIN")
 			t.Cleanup(func() {
 				for _, stmt := range []string{"DROP OWNED BY " + role, "DROP ROLE " + role} {
 					if _, err := tg.DB.ExecContext(ctx, stmt); err != nil {
@@ -244,13 +245,13 @@ func TestSyncIntegration(t *testing.T) {
 					}
 				}
 			})
-			pgExec(t, tg.DB, "GRANT USAGE ON SCHEMA ops TO "+role)
-			pgExec(t, tg.DB, "GRANT SELECT, INSERT, UPDATE ON "+table+" TO "+role)
-			limited := inspOpen(t, tg, inspDSN(t, tg.Server.DSN, func(u *url.URL) { u.User = url.User(role) }))
+			mustExec(t, tg.DB, "GRANT USAGE ON SCHEMA ops TO "+role)
+			mustExec(t, tg.DB, "GRANT SELECT, INSERT, UPDATE ON "+table+" TO "+role)
+			limited := openDSN(t, tg, editDSN(t, tg.Server.DSN, func(u *url.URL) { u.User = url.User(role) }))
 
-			var svc advisory.Registry
+			var svc keyspace.Registry
 			svc.MustRegister(advisory.Namespace{ID: 70, Name: "least-privilege"})
-			if err := svc.Sync(ctx, limited, opt, advisory.SyncRegisteredBy("least-privilege")); err != nil {
+			if err := svc.Sync(ctx, limited, opt, keyspace.RegisteredBy("least-privilege")); err != nil {
 				t.Fatalf("Sync as a role without CREATE: %v", err)
 			}
 			got, _ := syncReadTable(t, tg.DB, table)
@@ -260,9 +261,9 @@ func TestSyncIntegration(t *testing.T) {
 		})
 
 		t.Run("DefaultRegisteredBy", func(t *testing.T) {
-			// Without SyncRegisteredBy, the session's application_name
-			// ("sync", set by inspDatabase) is recorded.
-			var svc advisory.Registry
+			// Without RegisteredBy, the session's application_name
+			// ("sync", set by ownDatabase) is recorded.
+			var svc keyspace.Registry
 			svc.MustRegister(advisory.Namespace{ID: 60, Name: "by-app-name"})
 			if err := svc.Sync(ctx, tg.DB, opt); err != nil {
 				t.Fatal(err)

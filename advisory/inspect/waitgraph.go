@@ -1,11 +1,11 @@
-package advisory
+package inspect
 
 import (
 	"slices"
 	"strings"
 )
 
-// WaitGraph renders who blocks whom among locks, as [Inspect] returns
+// WaitGraph renders who blocks whom among locks, as [Locks] returns
 // them, as indented text for a log or a terminal. Each tree starts at a
 // session that blocks others without waiting itself; each line below it
 // is a session blocked by the line above:
@@ -20,7 +20,7 @@ import (
 // are unknown forms a tree of its own. Trees, and the sessions within
 // them, come in PID order, so the same locks always give the same text.
 // WaitGraph returns "" when no session waits.
-func WaitGraph(locks []LockInfo) string {
+func WaitGraph(locks []Lock) string {
 	g := newWaitGraph(locks)
 	if len(g.waiting) == 0 {
 		return ""
@@ -76,20 +76,20 @@ func WaitGraph(locks []LockInfo) string {
 
 // waitGraph indexes locks by session.
 type waitGraph struct {
-	pids    []int              // every session, ascending
-	app     map[int]string     // application_name by PID
-	holds   map[int][]LockInfo // granted locks by PID
-	waiting map[int]*LockInfo  // the lock each session waits for
-	blocks  map[int][]int      // the sessions each session blocks, ascending
+	pids    []int          // every session, ascending
+	app     map[int]string // application_name by PID
+	holds   map[int][]Lock // granted locks by PID
+	waiting map[int]*Lock  // the lock each session waits for
+	blocks  map[int][]int  // the sessions each session blocks, ascending
 }
 
 // newWaitGraph indexes locks by session and links each waiter to the
 // sessions that block it.
-func newWaitGraph(locks []LockInfo) *waitGraph {
+func newWaitGraph(locks []Lock) *waitGraph {
 	g := &waitGraph{
 		app:     make(map[int]string),
-		holds:   make(map[int][]LockInfo),
-		waiting: make(map[int]*LockInfo),
+		holds:   make(map[int][]Lock),
+		waiting: make(map[int]*Lock),
 		blocks:  make(map[int][]int),
 	}
 	seen := make(map[int]bool)

@@ -1,4 +1,4 @@
-package advisory_test
+package keyspace_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/advisory/keyspace"
 )
 
 // The statements Sync sends for the default table.
@@ -48,7 +49,7 @@ func syncDictRows(rows ...[]driver.Value) *sqlmock.Rows {
 
 func TestSync(t *testing.T) {
 	t.Parallel()
-	var r advisory.Registry
+	var r keyspace.Registry
 	r.MustRegister(nsBilling)                                                      // 7, up to date
 	r.MustRegister(nsPayments)                                                     // 8, new
 	r.MustRegister(advisory.Namespace{ID: 9, Name: "reports", Owner: "new-owner"}) // ours, changed
@@ -76,7 +77,7 @@ func TestSync(t *testing.T) {
 
 func TestSyncCreatesTable(t *testing.T) {
 	t.Parallel()
-	var r advisory.Registry
+	var r keyspace.Registry
 	r.MustRegister(nsBilling)
 	db, m := newMock(t)
 	m.ExpectBegin()
@@ -91,7 +92,7 @@ func TestSyncCreatesTable(t *testing.T) {
 		WithArgs(int64(7), "billing", "team-payments", "invoice runs", "billing-api").WillReturnResult(rows(1))
 	m.ExpectCommit()
 
-	err := r.Sync(context.Background(), db, advisory.SyncTable("ops.lock_keys"), advisory.SyncRegisteredBy("billing-api"))
+	err := r.Sync(context.Background(), db, keyspace.Table("ops.lock_keys"), keyspace.RegisteredBy("billing-api"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestSyncCreatesTable(t *testing.T) {
 
 func TestSyncConflicts(t *testing.T) {
 	t.Parallel()
-	var r advisory.Registry
+	var r keyspace.Registry
 	r.MustRegister(nsBilling)  // ID 7 is "invoices" in the table
 	r.MustRegister(nsPayments) // "payments" is ID 80 in the table
 	r.MustRegister(advisory.Namespace{ID: 9, Name: "reports"})
@@ -115,17 +116,17 @@ func TestSyncConflicts(t *testing.T) {
 	))
 	m.ExpectRollback()
 
-	err := r.Sync(context.Background(), db, advisory.SyncRegisteredBy("billing-api"))
-	if !errors.Is(err, advisory.ErrNamespaceConflict) {
-		t.Fatalf("Sync = %v, want ErrNamespaceConflict", err)
+	err := r.Sync(context.Background(), db, keyspace.RegisteredBy("billing-api"))
+	if !errors.Is(err, keyspace.ErrConflict) {
+		t.Fatalf("Sync = %v, want ErrConflict", err)
 	}
-	want := `advisory: sync namespaces to "pgadvisory_namespaces": 2 namespace conflicts:` +
+	want := `keyspace: sync namespaces to "pgadvisory_namespaces": 2 namespace conflicts:` +
 		"\n\t" + `ID 7 is already 7 "invoices" (owner team-ledger), registered by "ledger-svc"; cannot register 7 "billing" (owner team-payments)` +
 		"\n\t" + `name "payments" is already 80 "payments" (owner team-psp), registered by "psp-svc"; cannot register 8 "payments" (owner team-payments)`
 	if err.Error() != want {
 		t.Errorf("Sync error:\n%s\nwant:\n%s", err, want)
 	}
-	var ce *advisory.ConflictError
+	var ce *keyspace.ConflictError
 	if !errors.As(err, &ce) || ce.RegisteredBy != "ledger-svc" || ce.Existing.Name != "invoices" || ce.Namespace != nsBilling {
 		t.Errorf("first ConflictError = %+v", ce)
 	}
@@ -133,7 +134,7 @@ func TestSyncConflicts(t *testing.T) {
 
 func TestSyncLibraryRowTaken(t *testing.T) {
 	t.Parallel()
-	var r advisory.Registry
+	var r keyspace.Registry
 	db, m := newMock(t)
 	m.ExpectBegin()
 	m.ExpectExec(syncLock).WillReturnResult(rows(1))
@@ -142,8 +143,8 @@ func TestSyncLibraryRowTaken(t *testing.T) {
 		[]driver.Value{int64(-2147483648), "squatter", "", "", "someone"},
 	))
 	m.ExpectRollback()
-	err := r.Sync(context.Background(), db, advisory.SyncRegisteredBy("x"))
-	if !errors.Is(err, advisory.ErrNamespaceConflict) || !strings.Contains(err.Error(), `"squatter"`) {
+	err := r.Sync(context.Background(), db, keyspace.RegisteredBy("x"))
+	if !errors.Is(err, keyspace.ErrConflict) || !strings.Contains(err.Error(), `"squatter"`) {
 		t.Errorf("Sync = %v, want a conflict with the squatter", err)
 	}
 }
@@ -153,17 +154,17 @@ func TestSyncErrors(t *testing.T) {
 	errDriver := errors.New("connection reset")
 	tests := []struct {
 		name    string
-		opts    []advisory.SyncOption
+		opts    []keyspace.Option
 		expect  func(m sqlmock.Sqlmock)
 		wantErr error
 		wantMsg string
 	}{
-		{name: "BadTable", opts: []advisory.SyncOption{advisory.SyncTable(`x"; DROP TABLE y; --`)},
-			wantMsg: `advisory: bad option: SyncTable("x\"; DROP TABLE y; --")`},
-		{name: "TooManyParts", opts: []advisory.SyncOption{advisory.SyncTable("a.b.c")}, wantMsg: "want table or schema.table"},
-		{name: "EmptyTable", opts: []advisory.SyncOption{advisory.SyncTable("")}, wantMsg: "not a plain identifier"},
-		{name: "LongTable", opts: []advisory.SyncOption{advisory.SyncTable(strings.Repeat("t", 64))}, wantMsg: "at most 63 bytes"},
-		{name: "DigitFirst", opts: []advisory.SyncOption{advisory.SyncTable("ops.1t")}, wantMsg: `"1t" is not a plain identifier`},
+		{name: "BadTable", opts: []keyspace.Option{keyspace.Table(`x"; DROP TABLE y; --`)},
+			wantMsg: `keyspace: bad option: Table("x\"; DROP TABLE y; --")`},
+		{name: "TooManyParts", opts: []keyspace.Option{keyspace.Table("a.b.c")}, wantMsg: "want table or schema.table"},
+		{name: "EmptyTable", opts: []keyspace.Option{keyspace.Table("")}, wantMsg: "not a plain identifier"},
+		{name: "LongTable", opts: []keyspace.Option{keyspace.Table(strings.Repeat("t", 64))}, wantMsg: "at most 63 bytes"},
+		{name: "DigitFirst", opts: []keyspace.Option{keyspace.Table("ops.1t")}, wantMsg: `"1t" is not a plain identifier`},
 		{name: "LockTimeout", expect: func(m sqlmock.Sqlmock) {
 			m.ExpectBegin()
 			m.ExpectExec(syncLock).WillReturnError(&sqlState{"55P03", "lock timeout"})
@@ -174,14 +175,14 @@ func TestSyncErrors(t *testing.T) {
 			m.ExpectExec(syncLock).WillReturnResult(rows(1))
 			m.ExpectQuery(syncProbe).WillReturnError(errDriver)
 			m.ExpectRollback()
-		}, wantErr: errDriver, wantMsg: `advisory: sync namespaces to "pgadvisory_namespaces": look for the table: connection reset`},
+		}, wantErr: errDriver, wantMsg: `keyspace: sync namespaces to "pgadvisory_namespaces": look for the table: connection reset`},
 		{name: "CreateFails", expect: func(m sqlmock.Sqlmock) {
 			m.ExpectBegin()
 			m.ExpectExec(syncLock).WillReturnResult(rows(1))
 			syncExpectProbe(m, `"pgadvisory_namespaces"`, false, "app")
 			m.ExpectExec(syncCreate).WillReturnError(errDriver)
 			m.ExpectRollback()
-		}, wantErr: errDriver, wantMsg: `advisory: sync namespaces to "pgadvisory_namespaces": create table: connection reset`},
+		}, wantErr: errDriver, wantMsg: `keyspace: sync namespaces to "pgadvisory_namespaces": create table: connection reset`},
 		{name: "ReadFails", expect: func(m sqlmock.Sqlmock) {
 			m.ExpectBegin()
 			m.ExpectExec(syncLock).WillReturnResult(rows(1))
@@ -205,7 +206,7 @@ func TestSyncErrors(t *testing.T) {
 			if tt.expect != nil {
 				tt.expect(m)
 			}
-			var r advisory.Registry
+			var r keyspace.Registry
 			err := r.Sync(context.Background(), db, tt.opts...)
 			if err == nil {
 				t.Fatal("Sync = nil, want an error")
@@ -213,7 +214,7 @@ func TestSyncErrors(t *testing.T) {
 			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
 				t.Errorf("Sync = %v, want errors.Is %v", err, tt.wantErr)
 			}
-			if !strings.Contains(err.Error(), tt.wantMsg) || !strings.HasPrefix(err.Error(), "advisory: ") {
+			if !strings.Contains(err.Error(), tt.wantMsg) || !strings.HasPrefix(err.Error(), "keyspace: ") {
 				t.Errorf("Sync = %q, want it to contain %q", err, tt.wantMsg)
 			}
 		})
@@ -222,17 +223,17 @@ func TestSyncErrors(t *testing.T) {
 
 func TestSyncNilDB(t *testing.T) {
 	t.Parallel()
-	var r advisory.Registry
-	if err := r.Sync(context.Background(), nil); err == nil || !strings.HasPrefix(err.Error(), "advisory: ") {
+	var r keyspace.Registry
+	if err := r.Sync(context.Background(), nil); err == nil || !strings.HasPrefix(err.Error(), "keyspace: ") {
 		t.Errorf("Sync(nil) = %v", err)
 	}
 }
 
-// TestSyncRegisteredByProgram records the program's file name when neither
-// SyncRegisteredBy nor application_name says who registers.
-func TestSyncRegisteredByProgram(t *testing.T) {
+// TestRegisteredByProgram records the program's file name when neither
+// RegisteredBy nor application_name says who registers.
+func TestRegisteredByProgram(t *testing.T) {
 	t.Parallel()
-	var r advisory.Registry
+	var r keyspace.Registry
 	r.MustRegister(nsBilling)
 	db, m := newMock(t)
 	m.ExpectBegin()
