@@ -35,7 +35,7 @@ func TestLeaseIntegration(t *testing.T) {
 
 		t.Run("AcquireRelease", func(t *testing.T) {
 			key := keys.next()
-			l, err := advisory.Acquire(ctx, tg.DB, key, advisory.Heartbeat(50*time.Millisecond))
+			l, err := advisory.Acquire(ctx, tg.DB, key, advisory.Heartbeat(200*time.Millisecond))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,7 +155,7 @@ func TestLeaseIntegration(t *testing.T) {
 					t.Error("fn's context not cancelled after the loss")
 					return nil
 				}
-			}, advisory.Heartbeat(50*time.Millisecond))
+			}, advisory.Heartbeat(200*time.Millisecond))
 			if !errors.Is(err, advisory.ErrLockLost) {
 				t.Fatalf("got %v; want ErrLockLost", err)
 			}
