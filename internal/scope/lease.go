@@ -215,6 +215,11 @@ func (l *Lease) release(ctx context.Context, end func(context.Context) error) er
 	close(l.stop)
 	select {
 	case <-l.done:
+	case <-l.ctx.Done():
+		// Lost while a heartbeat was in flight, on a server that may not
+		// answer: the heartbeat discards the session once the driver
+		// gives the statement up.
+		return l.Err()
 	case <-ctx.Done():
 		// A heartbeat is stuck on a server that does not answer; it
 		// will discard the session when the driver gives up.
