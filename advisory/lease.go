@@ -66,17 +66,32 @@ func Acquire(ctx context.Context, db *sql.DB, key Key, opts ...Option) (*Lease, 
 		return nil, err
 	}
 	l, err := acquireLease(ctx, db, key.sql(), &o)
-	if scope.IsRetryFencing(err) {
-		// The first token ever taken on this database: create the
-		// sequence, then take the lock anew.
-		// Two first users may race: IF NOT EXISTS does not stop the
-		// loser from failing on the catalog's unique index.
-		_, err = db.ExecContext(ctx, sqltext.CreateFencingSequence)
-		if err != nil && scope.SQLState(err) != "23505" && scope.SQLState(err) != "42P07" {
-			return nil, scope.Fail(ctx, "create fencing sequence", key.String(), err)
-		}
-		l, err = acquireLease(ctx, db, key.sql(), &o)
+	if err != nil {
+		return nil, err
 	}
+	return &Lease{key: key, l: l}, nil
+}
+
+// Watch turns the session lock that conn holds on key into a [Lease], for
+// a lock taken some other way than [Acquire], such as one of several keys
+// tried at once. It takes over conn: the lease's heartbeat runs on it, and
+// [Lease.Release] releases every session lock on conn and closes it (or
+// discards the session when in doubt). Pass [Shared] when the lock is
+// shared, and [Heartbeat] and [Fencing] as for Acquire; [Try], [Timeout]
+// and [TxOptions] do not apply. It costs one round trip, which confirms the
+// lock as Acquire's does; on any error the session is discarded, the lock
+// with it, and conn is closed.
+func Watch(ctx context.Context, conn *sql.Conn, key Key, opts ...Option) (*Lease, error) {
+	if conn == nil {
+		return nil, errNilConn
+	}
+	o, err := scope.Parse(opts)
+	if err != nil {
+		scope.Discard(conn)
+		_ = conn.Close()
+		return nil, err
+	}
+	l, err := scope.StartLease(ctx, conn, key.sql(), &o, true)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +112,7 @@ func acquireLease(ctx context.Context, db *sql.DB, key sqltext.Key, o *scope.Opt
 		_ = conn.Close()
 		return nil, err
 	}
-	return scope.StartLease(ctx, db, conn, key, o, true)
+	return scope.StartLease(ctx, conn, key, o, true)
 }
 
 // Key returns the key the lease holds.
@@ -147,7 +162,7 @@ func Heartbeat(d time.Duration) Option {
 	return func(o *scope.Options) { o.Heartbeat, o.Watched = d, true }
 }
 
-// Fencing makes [Acquire] take a fencing token, [Lease.Token], in the same
+// Fencing makes [Acquire] and [Watch] take a fencing token, [Lease.Token], in the same
 // statement that confirms the lock. Tokens come from the sequence
 // pgadvisory_fencing_token, which the first use creates (this needs CREATE
 // on the schema first in the search_path; later uses need USAGE and UPDATE

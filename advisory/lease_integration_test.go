@@ -120,6 +120,30 @@ func TestLeaseIntegration(t *testing.T) {
 			}
 		})
 
+		t.Run("Watch", func(t *testing.T) {
+			key := keys.next()
+			conn := pgConn(t, tg.DB)
+			if err := advisory.Lock(ctx, conn, key); err != nil {
+				t.Fatal(err)
+			}
+			l, err := advisory.Watch(ctx, conn, key, advisory.Heartbeat(200*time.Millisecond), advisory.Fencing())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.Token() <= 0 {
+				t.Fatalf("Token %d; want a fencing token", l.Token())
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			pgAwaitFree(t, tg.DB, key)
+			// A lock conn does not hold is refused, and conn discarded.
+			conn2 := pgConn(t, tg.DB)
+			if _, err := advisory.Watch(ctx, conn2, keys.next()); err == nil {
+				t.Fatal("Watch of a lock not held succeeded")
+			}
+		})
+
 		t.Run("LostOnTerminate", func(t *testing.T) {
 			key := keys.next()
 			const hb = 100 * time.Millisecond

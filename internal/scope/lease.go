@@ -55,16 +55,23 @@ type Lease struct {
 // when o asks for one; then a goroutine starts the heartbeat. When owned,
 // the lease took conn for itself and closes it at the end. On error the
 // session has been discarded, and the lock with it.
-func StartLease(ctx context.Context, db *sql.DB, conn *sql.Conn, key sqltext.Key, o *Options, owned bool) (*Lease, error) {
+func StartLease(ctx context.Context, conn *sql.Conn, key sqltext.Key, o *Options, owned bool) (*Lease, error) {
 	l := &Lease{conn: conn, key: key, o: *o, owned: owned, interval: o.HeartbeatInterval()}
 	var token sql.NullInt64
 	var standby, held bool
-	err := conn.QueryRowContext(ctx, sqltext.LeaseStart(o.Shared, key, o.Fencing)).Scan(&l.pid, &standby, &held, &token)
-	if o.Fencing && SQLState(err) == "42P01" && db != nil {
-		// The first fencing token ever: create the sequence, and take
-		// the lock anew on a fresh session.
-		l.discard()
-		return nil, errRetryFencing
+	start := func() error {
+		return conn.QueryRowContext(ctx, sqltext.LeaseStart(o.Shared, key, o.Fencing)).Scan(&l.pid, &standby, &held, &token)
+	}
+	err := start()
+	if o.Fencing && SQLState(err) == "42P01" {
+		// The first fencing token ever taken on this database: create
+		// the sequence, and ask again. Two first users may race: IF NOT
+		// EXISTS does not stop the loser from failing on the catalog's
+		// unique index.
+		_, err = conn.ExecContext(ctx, sqltext.CreateFencingSequence)
+		if err == nil || SQLState(err) == "23505" || SQLState(err) == "42P07" {
+			err = start()
+		}
 	}
 	switch {
 	case err != nil:
@@ -85,14 +92,6 @@ func StartLease(ctx context.Context, db *sql.DB, conn *sql.Conn, key sqltext.Key
 	go l.watch()
 	return l, nil
 }
-
-// errRetryFencing tells the caller to create the fencing sequence and
-// acquire again.
-var errRetryFencing = errors.New("advisory: fencing sequence missing")
-
-// IsRetryFencing reports whether err asks the caller to create the fencing
-// sequence with [sqltext.CreateFencingSequence] and acquire again.
-func IsRetryFencing(err error) bool { return err == errRetryFencing }
 
 // Context returns the lease's context, cancelled when the lease is lost or
 // released; context.Cause tells which.

@@ -37,7 +37,7 @@ func Session(ctx context.Context, conn *sql.Conn, key sqltext.Key, fn func(conte
 	if o.Watched {
 		lo := *o
 		lo.Fencing = false // a scope has no use for a token
-		if lease, err = StartLease(ctx, nil, conn, key, &lo, owned); err != nil {
+		if lease, err = StartLease(ctx, conn, key, &lo, owned); err != nil {
 			return err
 		}
 	}
