@@ -44,6 +44,27 @@
 //	m.ExpectExec("UPDATE jobs").WillReturnResult(sqlmock.NewResult(0, 1))
 //	m.ExpectCommit()
 //
+// # Leases
+//
+// [ExpectAcquire] expects [advisory.Acquire]: the lock statement, then the
+// query that starts the lease, answered as a [LeaseOutcome] says:
+// [LeaseGranted] (backend [LeasePID], and with [advisory.Fencing] the token
+// [LeaseToken], or another one through [LeaseScope.WithToken]),
+// [LeaseNotAcquired], [LeaseFailed], or the refusals [LeaseStandby] and
+// [LeasePooler]. The returned [LeaseScope] lays down what the lease sends
+// later, in order: each heartbeat the test waits for
+// ([LeaseScope.ExpectHeartbeat]), then the release
+// ([LeaseScope.ExpectRelease]). Give the code under test an
+// [advisory.Heartbeat] interval that outlasts the test, and no heartbeat
+// comes:
+//
+//	s := mock.ExpectAcquire(m, key, mock.LeaseGranted, advisory.Heartbeat(time.Hour))
+//	s.ExpectRelease().WillReturnResult(sqlmock.NewResult(0, 0)) // advisory.ErrLockLost
+//
+// Under advisory.Heartbeat, [ExpectWithSessionLock] and
+// [ExpectWithSessionLockConn] lay down the lease's start too, and
+// [SessionScope.ExpectHeartbeat] a heartbeat.
+//
 // # The statements
 //
 // The helpers expect the exact text advisory sends, built by the same

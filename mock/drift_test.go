@@ -17,6 +17,7 @@ import (
 
 	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/scope"
 	"github.com/pgadvisory/pgadvisory/mock"
 )
 
@@ -64,7 +65,32 @@ var driftOptions = []struct {
 	{name: "SharedTry", opts: []advisory.Option{advisory.Shared(), advisory.Try()}, try: true},
 	{name: "SharedTimeout", opts: []advisory.Option{advisory.Timeout(time.Minute), advisory.Shared()}},
 	{name: "TxOptions", opts: []advisory.Option{advisory.TxOptions(&sql.TxOptions{Isolation: sql.LevelSerializable, ReadOnly: true})}},
+	{name: "Heartbeat", opts: []advisory.Option{advisory.Heartbeat(time.Hour)}},
+	{name: "SharedTryHeartbeat", opts: []advisory.Option{advisory.Shared(), advisory.Try(), advisory.Heartbeat(time.Hour)}, try: true},
 }
+
+// leaseOptions are the option sets Acquire is run with. Each holds a
+// heartbeat interval long enough that no heartbeat comes before the
+// release; leaseBeat is the interval of the cases that wait for one.
+var leaseOptions = []struct {
+	name    string
+	opts    []advisory.Option
+	try     bool
+	fencing bool
+}{
+	{name: "Default", opts: []advisory.Option{advisory.Heartbeat(time.Hour)}},
+	{name: "Try", opts: []advisory.Option{advisory.Try(), advisory.Heartbeat(time.Hour)}, try: true},
+	{name: "Timeout", opts: []advisory.Option{advisory.Timeout(1500 * time.Millisecond), advisory.Heartbeat(time.Hour)}},
+	{name: "Shared", opts: []advisory.Option{advisory.Shared(), advisory.Heartbeat(time.Hour)}},
+	{name: "SharedTry", opts: []advisory.Option{advisory.Shared(), advisory.Try(), advisory.Heartbeat(time.Hour)}, try: true},
+	{name: "Fencing", opts: []advisory.Option{advisory.Fencing(), advisory.Heartbeat(time.Hour)}, fencing: true},
+	{name: "SharedTryFencing", opts: []advisory.Option{advisory.Fencing(), advisory.Shared(), advisory.Try(), advisory.Heartbeat(time.Hour)}, try: true, fencing: true},
+}
+
+// leaseBeat is the heartbeat interval of the cases that wait for
+// heartbeats: short, yet long enough for a loaded machine to answer the
+// mock within it.
+const leaseBeat = 200 * time.Millisecond
 
 func driftCases() []driftCase {
 	var cases []driftCase
@@ -380,7 +406,139 @@ func driftCases() []driftCase {
 			wantCall(nil)(t, err, called)
 		})
 	}
+
+	// Leases, for every option set and outcome.
+	for _, o := range leaseOptions {
+		acquire := func(outcome string, run func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock)) {
+			add("Acquire", o.name+outcome, run)
+		}
+		acquire("Release", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+			s := mock.ExpectAcquire(m, key, mock.LeaseGranted, o.opts...)
+			s.ExpectRelease()
+			want := int64(0) // the start answers NULL
+			if o.fencing {
+				want = mock.LeaseToken
+			}
+			if s.Token != want {
+				t.Errorf("LeaseScope.Token = %d, want %d", s.Token, want)
+			}
+			l := acquired(t, db, key, s.Token, o.opts)
+			if err := l.Release(context.Background()); err != nil {
+				t.Errorf("Release: %v", err)
+			}
+			<-l.Done()
+			if err := l.Err(); !errors.Is(err, context.Canceled) {
+				t.Errorf("Err after Release = %v, want context.Canceled", err)
+			}
+		})
+		acquire("LostAtRelease", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+			s := mock.ExpectAcquire(m, key, mock.LeaseGranted, o.opts...)
+			s.ExpectRelease().WillReturnResult(sqlmock.NewResult(0, 0))
+			l := acquired(t, db, key, s.Token, o.opts)
+			if err := l.Release(context.Background()); !errors.Is(err, advisory.ErrLockLost) {
+				t.Errorf("Release = %v, want ErrLockLost", err)
+			}
+		})
+		if o.fencing {
+			acquire("Token", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+				s := mock.ExpectAcquire(m, key, mock.LeaseGranted, o.opts...).WithToken(77)
+				s.ExpectRelease()
+				l := acquired(t, db, key, 77, o.opts)
+				if err := l.Release(context.Background()); err != nil {
+					t.Errorf("Release: %v", err)
+				}
+			})
+		}
+		if o.try {
+			acquire("NotAcquired", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+				mock.ExpectAcquire(m, key, mock.LeaseNotAcquired, o.opts...)
+				notAcquired(t, db, key, o.opts, advisory.ErrNotAcquired)
+			})
+		}
+		acquire("Failed", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+			mock.ExpectAcquire(m, key, mock.LeaseFailed, o.opts...)
+			notAcquired(t, db, key, o.opts, advisory.ErrLockTimeout)
+		})
+		acquire("Deadlock", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+			mock.ExpectAcquire(m, key, mock.LeaseFailed, o.opts...).Lock.WillReturnError(mock.ServerError("40P01"))
+			notAcquired(t, db, key, o.opts, advisory.ErrDeadlock)
+		})
+		acquire("Standby", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+			mock.ExpectAcquire(m, key, mock.LeaseStandby, o.opts...)
+			notAcquired(t, db, key, o.opts, scope.ErrStandby)
+		})
+		acquire("Pooler", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+			mock.ExpectAcquire(m, key, mock.LeasePooler, o.opts...)
+			notAcquired(t, db, key, o.opts, scope.ErrPooler)
+		})
+	}
+	// Heartbeats, which the cases above never wait for: one held, then one
+	// that finds the lock gone, which ends the lease.
+	for _, o := range []struct {
+		name string
+		opts []advisory.Option
+	}{
+		{"Default", []advisory.Option{advisory.Heartbeat(leaseBeat)}},
+		{"Shared", []advisory.Option{advisory.Shared(), advisory.Heartbeat(leaseBeat)}},
+	} {
+		add("Acquire", o.name+"HeartbeatLost", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+			s := mock.ExpectAcquire(m, key, mock.LeaseGranted, o.opts...)
+			s.ExpectHeartbeat(true)
+			s.ExpectHeartbeat(false)
+			l := acquired(t, db, key, 0, o.opts)
+			select {
+			case <-l.Done():
+			case <-time.After(time.Minute):
+				t.Fatal("the lease outlived a heartbeat that found the lock gone")
+			}
+			if err := l.Err(); !errors.Is(err, advisory.ErrLockLost) {
+				t.Errorf("Err = %v, want ErrLockLost", err)
+			}
+			if err := l.Release(context.Background()); !errors.Is(err, advisory.ErrLockLost) {
+				t.Errorf("Release = %v, want ErrLockLost", err)
+			}
+		})
+		add("WithSessionLock", o.name+"HeartbeatLost", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+			s := mock.ExpectWithSessionLock(m, key, mock.SessionGranted, o.opts...)
+			s.ExpectHeartbeat(false)
+			called := false
+			err := advisory.WithSessionLock(context.Background(), db, key, func(ctx context.Context, _ *sql.Conn) error {
+				called = true
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Minute):
+					t.Error("fn's context outlived a heartbeat that found the lock gone")
+				}
+				return nil
+			}, o.opts...)
+			wantCall(advisory.ErrLockLost)(t, err, called)
+		})
+	}
 	return cases
+}
+
+// acquired calls Acquire, which must succeed with token, and releases the
+// lease when the test ends if the test has not.
+func acquired(t *testing.T, db *sql.DB, key advisory.Key, token int64, opts []advisory.Option) *advisory.Lease {
+	t.Helper()
+	l, err := advisory.Acquire(context.Background(), db, key, opts...)
+	if err != nil {
+		t.Fatalf("Acquire: %v", err)
+	}
+	t.Cleanup(func() { _ = l.Release(context.Background()) })
+	if l.Key() != key || l.Token() != token || l.Err() != nil {
+		t.Errorf("lease: Key %v, Token %d, Err %v; want %v, %d, nil", l.Key(), l.Token(), l.Err(), key, token)
+	}
+	return l
+}
+
+// notAcquired calls Acquire, which must fail with an error matching want.
+func notAcquired(t *testing.T, db *sql.DB, key advisory.Key, opts []advisory.Option, want error) {
+	t.Helper()
+	l, err := advisory.Acquire(context.Background(), db, key, opts...)
+	if l != nil || !errors.Is(err, want) {
+		t.Errorf("Acquire = %v, %v; want nil, %v", l, err, want)
+	}
 }
 
 // matchers are the ways a test can set up its mock; every drift case runs

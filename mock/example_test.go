@@ -155,3 +155,44 @@ func ExampleExpectWithSessionLock() {
 	// second timed out: true
 	// expectations met: true
 }
+
+// reportKey is the key of the nightly report below.
+var reportKey = advisory.NameKey(7, "nightly-report")
+
+// buildReport is code under test: it builds the nightly report under a
+// lease, unless another worker holds it, and stamps the report with the
+// lease's fencing token so that the table can refuse a stale writer.
+func buildReport(ctx context.Context, db *sql.DB) error {
+	l, err := advisory.Acquire(ctx, db, reportKey, advisory.Try(), advisory.Fencing(), advisory.Heartbeat(10*time.Second))
+	if err != nil {
+		return err
+	}
+	_, err = db.ExecContext(l.Context(), "INSERT INTO reports (token) VALUES ($1)", l.Token())
+	return errors.Join(err, l.Release(context.WithoutCancel(ctx)))
+}
+
+// A lease, granted once with fencing token 8 and refused once. The test
+// releases the lease before its first heartbeat is due, so it lays down
+// none.
+func ExampleExpectAcquire() {
+	db, m, err := sqlmock.New()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+
+	opts := []advisory.Option{advisory.Try(), advisory.Fencing(), advisory.Heartbeat(10 * time.Second)}
+	s := mock.ExpectAcquire(m, reportKey, mock.LeaseGranted, opts...).WithToken(8)
+	m.ExpectExec(`INSERT INTO reports \(token\) VALUES \(\$1\)`).WithArgs(s.Token).WillReturnResult(sqlmock.NewResult(0, 1))
+	s.ExpectRelease()
+	mock.ExpectAcquire(m, reportKey, mock.LeaseNotAcquired, opts...)
+
+	fmt.Println("first:", buildReport(context.Background(), db))
+	err = buildReport(context.Background(), db)
+	fmt.Println("second busy:", errors.Is(err, advisory.ErrNotAcquired))
+	fmt.Println("expectations met:", m.ExpectationsWereMet() == nil)
+	// Output:
+	// first: <nil>
+	// second busy: true
+	// expectations met: true
+}

@@ -160,6 +160,11 @@ func TestHelperPanics(t *testing.T) {
 			mock.ExpectWithXactLock(m, key, mock.XactNotAcquired, advisory.Timeout(time.Second))
 		}, "advisory.Try()"},
 		{"SessionNotAcquiredWithoutTry", func(m sqlmock.Sqlmock) { mock.ExpectWithSessionLock(m, key, mock.SessionNotAcquired) }, "advisory.Try()"},
+		{"LeaseNoOutcome", func(m sqlmock.Sqlmock) { mock.ExpectAcquire(m, key, 0) }, "not an outcome"},
+		{"LeaseNotAcquiredWithoutTry", func(m sqlmock.Sqlmock) { mock.ExpectAcquire(m, key, mock.LeaseNotAcquired) }, "advisory.Try()"},
+		{"LeaseBadHeartbeat", func(m sqlmock.Sqlmock) {
+			mock.ExpectAcquire(m, key, mock.LeaseGranted, advisory.Heartbeat(time.Microsecond))
+		}, "bad option"},
 		{"LockKeysNone", func(m sqlmock.Sqlmock) { mock.ExpectLockKeys(m) }, "at least one key"},
 		{"UnlockKeysNone", func(m sqlmock.Sqlmock) { mock.ExpectUnlockKeys(m) }, "at least one key"},
 		{"XactLockKeysNone", func(m sqlmock.Sqlmock) { mock.ExpectXactLockKeys(m) }, "at least one key"},
@@ -176,6 +181,39 @@ func TestHelperPanics(t *testing.T) {
 				// Nothing was laid down.
 				if err := m.ExpectationsWereMet(); err != nil {
 					t.Error(err)
+				}
+			}()
+			tc.call(m)
+		})
+	}
+}
+
+// TestScopeMethodPanics checks that a scope's method asked for a
+// statement the call it expects never sends says so, naming the package.
+func TestScopeMethodPanics(t *testing.T) {
+	t.Parallel()
+	key := advisory.Int64Key(1)
+	for _, tc := range []struct {
+		name string
+		call func(m sqlmock.Sqlmock)
+		want string
+	}{
+		{"TokenWithoutFencing", func(m sqlmock.Sqlmock) { mock.ExpectAcquire(m, key, mock.LeaseGranted).WithToken(3) }, "advisory.Fencing()"},
+		{"TokenWithoutStart", func(m sqlmock.Sqlmock) {
+			mock.ExpectAcquire(m, key, mock.LeaseFailed, advisory.Fencing()).WithToken(3)
+		}, "LeaseFailed sends no lease start"},
+		{"HeartbeatWithoutHeartbeat", func(m sqlmock.Sqlmock) {
+			mock.ExpectWithSessionLock(m, key, mock.SessionGranted).ExpectHeartbeat(true)
+		}, "advisory.Heartbeat()"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, m := plain(t, false)
+			defer func() {
+				r := recover()
+				msg, _ := r.(string)
+				if !strings.HasPrefix(msg, "mock: ") || !strings.Contains(msg, tc.want) {
+					t.Errorf("panic %v, want a message starting %q and containing %q", r, "mock: ", tc.want)
 				}
 			}()
 			tc.call(m)
@@ -202,6 +240,8 @@ func TestOutcomeString(t *testing.T) {
 		mock.XactFailed: "XactFailed", mock.XactGranted: "XactGranted", mock.XactOutcome(0): "XactOutcome(0)",
 		mock.Release: "Release", mock.SessionNotAcquired: "SessionNotAcquired", mock.SessionFailed: "SessionFailed",
 		mock.SessionGranted: "SessionGranted", mock.SessionOutcome(9): "SessionOutcome(9)",
+		mock.LeaseGranted: "LeaseGranted", mock.LeaseNotAcquired: "LeaseNotAcquired", mock.LeaseFailed: "LeaseFailed",
+		mock.LeaseStandby: "LeaseStandby", mock.LeasePooler: "LeasePooler", mock.LeaseOutcome(7): "LeaseOutcome(7)",
 	} {
 		if got := o.String(); got != want {
 			t.Errorf("%#v.String() = %q, want %q", o, got, want)

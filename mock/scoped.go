@@ -159,13 +159,28 @@ func ExpectWithXactLock(m sqlmock.Sqlmock, key advisory.Key, outcome XactOutcome
 // statement that ends the scope: for ExpectWithSessionLock, the release of
 // key and then of every session lock of the connection; for
 // ExpectWithSessionLockConn, the unlock of key alone. It is set for the
-// Release outcome, or by [SessionScope.ExpectRelease].
+// Release outcome, or by [SessionScope.ExpectRelease]. Start is set when
+// opts hold [advisory.Heartbeat] and the lock is granted: the scope then
+// runs as a lease, whose start follows the lock.
 type SessionScope struct {
-	Lock   *sqlmock.ExpectedExec // the statement that takes the lock
-	Unlock *sqlmock.ExpectedExec // the statement that ends the scope, or nil
+	Lock   *sqlmock.ExpectedExec  // the statement that takes the lock
+	Start  *sqlmock.ExpectedQuery // the lease's start, or nil
+	Unlock *sqlmock.ExpectedExec  // the statement that ends the scope, or nil
 
-	m   sqlmock.Sqlmock
-	end string
+	m     sqlmock.Sqlmock
+	end   string
+	holds string // the heartbeat statement, under advisory.Heartbeat
+}
+
+// ExpectHeartbeat lays down one heartbeat of a scope that runs under
+// [advisory.Heartbeat], as [LeaseScope.ExpectHeartbeat] does; a heartbeat
+// that answers false ends fn's context, and the scope returns an error
+// matching [advisory.ErrLockLost]. It panics when opts lack Heartbeat.
+func (s *SessionScope) ExpectHeartbeat(held bool) *sqlmock.ExpectedExec {
+	if s.holds == "" {
+		panic("mock: SessionScope.ExpectHeartbeat: only a scope under advisory.Heartbeat() sends heartbeats")
+	}
+	return expect(s.m, s.holds, count(held))
 }
 
 // ExpectRelease lays down the statement that ends the scope (see
@@ -189,6 +204,11 @@ func (s *SessionScope) ExpectRelease() *sqlmock.ExpectedExec {
 // For an fn that sends statements of its own, or that panics, use outcome
 // [SessionGranted], lay fn's statements down, then call
 // [SessionScope.ExpectRelease].
+//
+// With [advisory.Heartbeat], the scope runs as a lease: the helper lays
+// down the lease's start right after a granted lock, answered as
+// [ExpectAcquire] answers it, and [SessionScope.ExpectHeartbeat] lays down
+// a heartbeat.
 //
 // Like [ExpectWithXactLock], it takes the statements from advisory itself,
 // and panics when advisory rejects opts, when outcome is
@@ -215,6 +235,12 @@ func expectSession(helper string, m sqlmock.Sqlmock, key advisory.Key, outcome S
 	_, lock := o.LockStatement(false, sqltext.KeyOf(key))
 	s := &SessionScope{m: m, end: o.EndStatement(sqltext.KeyOf(key), owned)}
 	s.Lock = expectLock(m, lock, outcome == SessionNotAcquired, outcome == SessionFailed)
+	if o.Watched {
+		s.holds = sqltext.Holds(LeasePID, o.Shared, sqltext.KeyOf(key))
+		if outcome == Release || outcome == SessionGranted {
+			s.Start = leaseStart(m, o, sqltext.KeyOf(key))
+		}
+	}
 	if outcome == Release {
 		s.ExpectRelease()
 	}
