@@ -38,6 +38,18 @@ var (
 	// (max_connections + max_prepared_transactions) locks; raise
 	// max_locks_per_transaction, or take fewer keys at once.
 	ErrLockTableFull = scope.ErrLockTableFull
+
+	// ErrStandby means [Acquire] or [Watch] found the server to be a hot
+	// standby, where advisory locks are local to the standby and
+	// coordinate nothing with the primary. Nothing is held.
+	ErrStandby = scope.ErrStandby
+
+	// ErrSharedSession means [Acquire] or [Watch] found its session shared
+	// with other clients, as behind a transaction pooler such as PgBouncer
+	// in transaction mode, where session locks cannot exclude anyone: the
+	// confirming statement ran on a backend that did not hold the key.
+	// Nothing is held. Use transaction locks through such a pooler.
+	ErrSharedSession = scope.ErrPooler
 )
 
 // Errors for bad arguments.

@@ -23,12 +23,14 @@
 //
 // The scoped helpers are expected with [ExpectWithXactLock],
 // [ExpectWithSessionLock] and [ExpectWithSessionLockConn]. They take the
-// same [advisory.Option] values as the call they expect, and an [Outcome]
-// that says how the call ends: BEGIN, the lock, then COMMIT ([Commit]) or
-// ROLLBACK ([Rollback], and [NotAcquired] or [Failed] when the lock is
-// refused or fails); or the lock, then the release ([Release]): for
-// WithSessionLock, the unlock of key followed by pg_advisory_unlock_all();
-// for WithSessionLockConn, the unlock of key alone. They return an
+// same [advisory.Option] values as the call they expect, and an outcome
+// that says how the call ends, of a type for each kind of scope so that
+// the compiler rejects one that does not fit. An [XactOutcome]: BEGIN, the
+// lock, then COMMIT ([Commit]) or ROLLBACK ([Rollback], and
+// [XactNotAcquired] or [XactFailed] when the lock is refused or fails). A
+// [SessionOutcome]: the lock, then the statement that ends the scope
+// ([Release]): for WithSessionLock, the release of key and of every other
+// session lock; for WithSessionLockConn, of key alone. They return an
 // [XactScope] or a [SessionScope] that holds every expectation they laid
 // down, for chaining:
 //
@@ -37,7 +39,7 @@
 //	mock.ExpectWithXactLock(m, key, mock.Commit).Commit.WillReturnError(err)
 //
 // sqlmock matches expectations in order, so when fn sends statements of its
-// own, pass [Granted]: the helper stops after the lock, and the test lays
+// own, pass [XactGranted] or [SessionGranted]: the helper stops after the lock, and the test lays
 // down fn's statements and then the end:
 //
 //	mock.ExpectWithXactLock(m, key, mock.XactGranted, advisory.Try())
@@ -85,12 +87,12 @@
 // text. No single string serves both, since advisory's statements contain
 // parentheses. The helpers therefore ask the mock's matcher: they use the
 // statement quoted with [regexp.QuoteMeta] and anchored with ^ and $ when
-// the matcher accepts that, and the plain statement otherwise. A mock made
-// by [New] knows its matcher; for a mock made by sqlmock.New with another
-// matcher than the default, mark it once with [WithQueryMatcher]:
+// the matcher accepts that, and the plain statement otherwise. There is one
+// way to choose the matcher, the [QueryMatcher] option of [New] (or of
+// [NewDB], outside a test); a mock made by sqlmock.New gets expectations
+// for sqlmock's default matcher:
 //
-//	db, m, err := sqlmock.New(sqlmock.QueryMatcherOption(sqlmock.QueryMatcherEqual))
-//	m = mock.WithQueryMatcher(m, sqlmock.QueryMatcherEqual)
+//	db, m := mock.New(t, mock.QueryMatcher(sqlmock.QueryMatcherEqual))
 //
 // # What a mock proves
 //

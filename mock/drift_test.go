@@ -17,7 +17,6 @@ import (
 
 	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/scope"
 	"github.com/pgadvisory/pgadvisory/mock"
 )
 
@@ -465,12 +464,52 @@ func driftCases() []driftCase {
 		})
 		acquire("Standby", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
 			mock.ExpectAcquire(m, key, mock.LeaseStandby, o.opts...)
-			notAcquired(t, db, key, o.opts, scope.ErrStandby)
+			notAcquired(t, db, key, o.opts, advisory.ErrStandby)
 		})
 		acquire("Pooler", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
 			mock.ExpectAcquire(m, key, mock.LeasePooler, o.opts...)
-			notAcquired(t, db, key, o.opts, scope.ErrPooler)
+			notAcquired(t, db, key, o.opts, advisory.ErrSharedSession)
 		})
+		if o.try {
+			continue // Watch takes no Try or Timeout; the lock is taken already
+		}
+		for _, tc := range []struct {
+			name    string
+			outcome mock.LeaseOutcome
+			want    error
+		}{
+			{"Release", mock.LeaseGranted, nil},
+			{"Standby", mock.LeaseStandby, advisory.ErrStandby},
+			{"Pooler", mock.LeasePooler, advisory.ErrSharedSession},
+		} {
+			add("Watch", o.name+tc.name, func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+				s := mock.ExpectWatch(m, key, tc.outcome, o.opts...)
+				if tc.want == nil {
+					s.ExpectRelease()
+				}
+				conn, err := db.Conn(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer conn.Close()
+				l, err := advisory.Watch(context.Background(), conn, key, o.opts...)
+				if tc.want != nil {
+					if !errors.Is(err, tc.want) {
+						t.Fatalf("Watch = %v, want %v", err, tc.want)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if l.Token() != s.Token {
+					t.Errorf("Token = %d, want %d", l.Token(), s.Token)
+				}
+				if err := l.Release(context.Background()); err != nil {
+					t.Errorf("Release: %v", err)
+				}
+			})
+		}
 	}
 	// Heartbeats, which the cases above never wait for: one held, then one
 	// that finds the lock gone, which ends the lease.
@@ -552,9 +591,13 @@ var matchers = []struct {
 		return mock.New(t, mock.QueryMatcher(sqlmock.QueryMatcherEqual))
 	}},
 	{"PlainSqlmock", func(t *testing.T) (*sql.DB, sqlmock.Sqlmock) { return plain(t, false) }},
-	{"PlainSqlmockEqual", func(t *testing.T) (*sql.DB, sqlmock.Sqlmock) {
-		db, m := plain(t, true)
-		return db, mock.WithQueryMatcher(m, sqlmock.QueryMatcherEqual)
+	{"NewDBEqual", func(t *testing.T) (*sql.DB, sqlmock.Sqlmock) {
+		db, m, err := mock.NewDB(mock.QueryMatcher(sqlmock.QueryMatcherEqual))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		return db, m
 	}},
 }
 

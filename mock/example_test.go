@@ -134,12 +134,11 @@ func migrate(ctx context.Context, db *sql.DB, steps ...string) error {
 // A bounded wait for a session lock, granted once and timed out once.
 // Failed makes the lock statement fail as a lock_timeout does.
 func ExampleExpectWithSessionLock() {
-	db, m, err := sqlmock.New(sqlmock.QueryMatcherOption(sqlmock.QueryMatcherEqual))
+	db, m, err := mock.NewDB(mock.QueryMatcher(sqlmock.QueryMatcherEqual))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer db.Close()
-	m = mock.WithQueryMatcher(m, sqlmock.QueryMatcherEqual)
 
 	s := mock.ExpectWithSessionLock(m, advisory.PairKey(1, 1), mock.SessionGranted, advisory.Timeout(10*time.Second))
 	m.ExpectExec("ALTER TABLE jobs ADD COLUMN owner text").WillReturnResult(sqlmock.NewResult(0, 0))

@@ -133,6 +133,36 @@ func ExpectAcquire(m sqlmock.Sqlmock, key advisory.Key, outcome LeaseOutcome, op
 	return s
 }
 
+// ExpectWatch expects [advisory.Watch] of key, a lock the connection
+// already holds, with opts: the statement that confirms the lease, as
+// outcome says ([LeaseGranted], [LeaseStandby] or [LeasePooler]; Watch
+// sends no lock statement, so Lock is nil). Lay down the lock the code
+// takes before it, with the helper for that lock, such as [ExpectLock].
+// It panics on options advisory rejects and on any other outcome.
+func ExpectWatch(m sqlmock.Sqlmock, key advisory.Key, outcome LeaseOutcome, opts ...advisory.Option) *LeaseScope {
+	const helper = "mock: ExpectWatch: "
+	switch outcome {
+	case LeaseGranted, LeaseStandby, LeasePooler:
+	default:
+		panic(fmt.Sprintf(helper+"%v is not an outcome of Watch: want LeaseGranted, LeaseStandby or LeasePooler", outcome))
+	}
+	o := parse(helper, opts, false)
+	k := sqltext.KeyOf(key)
+	s := &LeaseScope{
+		m:       m,
+		outcome: outcome,
+		fencing: o.Fencing,
+		holds:   sqltext.Holds(LeasePID, o.Shared, k),
+		end:     o.EndStatement(k, true),
+	}
+	if o.Fencing {
+		s.Token = LeaseToken
+	}
+	s.Start = m.ExpectQuery(pattern(m, sqltext.LeaseStart(o.Shared, k, o.Fencing))).WithoutArgs()
+	s.answer()
+	return s
+}
+
 // WithToken makes the start answer token as the fencing token, so that
 // [advisory.Lease.Token] returns it, and returns s. It panics when opts
 // lack [advisory.Fencing], where the start answers NULL, and when s laid

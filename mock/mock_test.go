@@ -75,21 +75,6 @@ func TestCustomMatcher(t *testing.T) {
 	rollback(t, tx, m)
 }
 
-// TestWithQueryMatcherRemarks checks that marking a marked mock replaces
-// the mark.
-func TestWithQueryMatcherRemarks(t *testing.T) {
-	t.Parallel()
-	db, m := plain(t, false)
-	m = mock.WithQueryMatcher(mock.WithQueryMatcher(m, sqlmock.QueryMatcherEqual), sqlmock.QueryMatcherRegexp)
-	mock.ExpectLock(m, advisory.Int64Key(1))
-	if err := advisory.Lock(context.Background(), conn(t, db), advisory.Int64Key(1)); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.ExpectationsWereMet(); err != nil {
-		t.Error(err)
-	}
-}
-
 // recordingTB records what New reports at cleanup.
 type recordingTB struct {
 	testing.TB

@@ -3,6 +3,7 @@ package mock
 import (
 	"database/sql"
 	"database/sql/driver"
+	"fmt"
 	"regexp"
 	"testing"
 
@@ -43,6 +44,25 @@ func MonitorPings(on bool) Option { return func(c *config) { c.pings = on } }
 // unexported type, which is why New takes its own [Option] values instead.
 func New(t testing.TB, opts ...Option) (*sql.DB, sqlmock.Sqlmock) {
 	t.Helper()
+	db, m, err := NewDB(opts...)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() {
+		if err := m.ExpectationsWereMet(); err != nil {
+			t.Errorf("mock: %v", err)
+		}
+		_ = db.Close() // sqlmock reports a close nobody expected; that is fine here
+	})
+	return db, m
+}
+
+// NewDB is [New] outside a test, as in a runnable example: the caller
+// checks m.ExpectationsWereMet() and closes db. It is the other way to get
+// a mock whose helpers know its matcher; [QueryMatcher] chooses the
+// matcher for both. The helpers take a mock made by sqlmock.New as it is,
+// and write for sqlmock's default matcher, sqlmock.QueryMatcherRegexp.
+func NewDB(opts ...Option) (*sql.DB, sqlmock.Sqlmock, error) {
 	c := config{matcher: sqlmock.QueryMatcherRegexp, converter: driver.DefaultParameterConverter}
 	for _, opt := range opts {
 		if opt != nil {
@@ -61,31 +81,9 @@ func New(t testing.TB, opts ...Option) (*sql.DB, sqlmock.Sqlmock) {
 		sqlmock.MonitorPingsOption(c.pings),
 	)
 	if err != nil {
-		t.Fatalf("mock: new sqlmock: %v", err)
+		return nil, nil, fmt.Errorf("mock: new sqlmock: %w", err)
 	}
-	t.Cleanup(func() {
-		if err := m.ExpectationsWereMet(); err != nil {
-			t.Errorf("mock: %v", err)
-		}
-		_ = db.Close() // sqlmock reports a close nobody expected; that is fine here
-	})
-	return db, WithQueryMatcher(m, c.matcher)
-}
-
-// WithQueryMatcher returns m, still the same mock, marked as comparing
-// statements with qm, so that the helpers of this package write
-// expectations qm accepts. Use it for a mock made by sqlmock.New or
-// sqlmock.NewWithDSN with sqlmock.QueryMatcherOption; a mock made by [New]
-// is marked already. The helpers take an unmarked mock to use sqlmock's
-// default, sqlmock.QueryMatcherRegexp.
-func WithQueryMatcher(m sqlmock.Sqlmock, qm sqlmock.QueryMatcher) sqlmock.Sqlmock {
-	if w, ok := m.(*matched); ok {
-		m = w.Sqlmock
-	}
-	if qm == nil {
-		qm = sqlmock.QueryMatcherRegexp
-	}
-	return &matched{Sqlmock: m, qm: qm}
+	return db, &matched{Sqlmock: m, qm: c.matcher}, nil
 }
 
 // matched is a mock marked with its query matcher.

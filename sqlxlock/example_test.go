@@ -23,12 +23,11 @@ type run struct {
 // writes with a named query, which sqlx binds for PostgreSQL. The examples
 // run on go-sqlmock, with the expectations of package mock.
 func ExampleWithXactLock() {
-	sqlDB, m, err := sqlmock.New(sqlmock.QueryMatcherOption(sqlmock.QueryMatcherEqual))
+	sqlDB, m, err := mock.NewDB(mock.QueryMatcher(sqlmock.QueryMatcherEqual))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer sqlDB.Close()
-	m = mock.WithQueryMatcher(m, sqlmock.QueryMatcherEqual)
 	key := advisory.NameKey(7, "nightly")
 	mock.ExpectWithXactLock(m, key, mock.XactGranted, advisory.Try())
 	m.ExpectExec("INSERT INTO runs (job, owner) VALUES ($1, $2)").WithArgs("nightly", "worker-1").WillReturnResult(sqlmock.NewResult(0, 1))

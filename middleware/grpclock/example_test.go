@@ -24,12 +24,11 @@ import (
 // Lock each Pay call on the order id in its request. The first call finds
 // order 42 free and commits; the second finds it held and is refused.
 func ExampleUnaryServerInterceptor() {
-	db, sm, err := sqlmock.New(sqlmock.QueryMatcherOption(sqlmock.QueryMatcherEqual))
+	db, m, err := mock.NewDB(mock.QueryMatcher(sqlmock.QueryMatcherEqual))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer db.Close()
-	m := mock.WithQueryMatcher(sm, sqlmock.QueryMatcherEqual)
 	order42 := advisory.PairKey(7, 42)
 	mock.ExpectWithXactLock(m, order42, mock.XactGranted, advisory.Try())
 	m.ExpectExec("UPDATE orders SET paid = true WHERE id = $1").WithArgs(int64(42)).WillReturnResult(sqlmock.NewResult(0, 1))

@@ -28,11 +28,11 @@ var exampleOrder42 = advisory.PairKey(exampleOrdersNS, 42)
 // statements are compared as plain text, and package mock lays down the
 // ones the middleware sends.
 func exampleDB() (*sql.DB, sqlmock.Sqlmock) {
-	db, m, err := sqlmock.New(sqlmock.QueryMatcherOption(sqlmock.QueryMatcherEqual))
+	db, m, err := mock.NewDB(mock.QueryMatcher(sqlmock.QueryMatcherEqual))
 	if err != nil {
 		log.Fatal(err)
 	}
-	return db, mock.WithQueryMatcher(m, sqlmock.QueryMatcherEqual)
+	return db, m
 }
 
 // show serves one request and prints the response.
