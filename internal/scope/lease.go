@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -59,7 +60,12 @@ func StartLease(ctx context.Context, db *sql.DB, conn *sql.Conn, key sqltext.Key
 	l := &Lease{conn: conn, key: key, o: *o, owned: owned, interval: o.HeartbeatInterval()}
 	var token sql.NullInt64
 	var standby, held bool
-	err := conn.QueryRowContext(ctx, sqltext.LeaseStart(o.Shared, key, o.Fencing)).Scan(&l.pid, &standby, &held, &token)
+	var marked string
+	// The mark tells this lease from another client's on the same
+	// backend, as behind a transaction pooler: the later one overwrites
+	// it, and the earlier one's next heartbeat finds the lease lost.
+	mark := rand.Int64()
+	err := conn.QueryRowContext(ctx, sqltext.LeaseStart(o.Shared, key, o.Fencing, mark)).Scan(&l.pid, &standby, &held, &token, &marked)
 	if o.Fencing && SQLState(err) == "42P01" && db != nil {
 		// The first fencing token ever: create the sequence, and take
 		// the lock anew on a fresh session.
@@ -79,7 +85,7 @@ func StartLease(ctx context.Context, db *sql.DB, conn *sql.Conn, key sqltext.Key
 		return nil, err
 	}
 	l.token = token.Int64
-	l.holds = sqltext.Holds(l.pid, o.Shared, key)
+	l.holds = sqltext.Holds(l.pid, o.Shared, key, mark)
 	l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	l.stop, l.done = make(chan struct{}), make(chan struct{})
 	go l.watch()

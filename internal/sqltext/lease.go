@@ -26,19 +26,33 @@ func heldBy(pid string, shared bool, key Key) string {
 		" AND mode = '" + mode + "' AND granted"
 }
 
+// leaseMark names the session setting in which a lease on key leaves its
+// mark, a number of its own: pgadvisory.lease_<classid>_<objid>_<objsubid>.
+// A session setting lives with the backend, so a client that shares the
+// backend with another (through a transaction pooler, whose clients' locks
+// stack there) overwrites the other's mark when it takes the key.
+func leaseMark(key Key) string {
+	c, o, s := key.tag()
+	return "pgadvisory.lease_" + strconv.FormatUint(uint64(c), 10) + "_" +
+		strconv.FormatUint(uint64(o), 10) + "_" + strconv.Itoa(s)
+}
+
 // Holds returns the statement that proves a lease: it affects one row when
-// backend pid is the session's own and holds key in the lease's mode, and
-// none otherwise:
+// backend pid is the session's own, holds key in the lease's mode, and
+// still bears the lease's mark (see LeaseStart), and none otherwise:
 //
 //	SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = 4242 AND
 //	pid = pg_backend_pid() AND classid = 0::int8::oid AND objid =
 //	42::int8::oid AND objsubid = 1 AND mode = 'ExclusiveLock' AND granted
+//	AND current_setting('pgadvisory.lease_0_42_1', true) = '8177'
 //
 // The backend check catches a statement that a transaction pooler routed
-// to another backend.
-func Holds(pid int64, shared bool, key Key) string {
+// to another backend; the mark catches another client of the pooler that
+// took the key on this backend, where the locks stack.
+func Holds(pid int64, shared bool, key Key, mark int64) string {
 	return "SELECT 1 FROM pg_locks WHERE " +
-		heldBy(strconv.FormatInt(pid, 10)+" AND pid = pg_backend_pid()", shared, key)
+		heldBy(strconv.FormatInt(pid, 10)+" AND pid = pg_backend_pid()", shared, key) +
+		" AND current_setting('" + leaseMark(key) + "', true) = '" + strconv.FormatInt(mark, 10) + "'"
 }
 
 // LeaseFencingSequence names the sequence whose values are fencing tokens.
@@ -51,17 +65,19 @@ const CreateFencingSequence = "CREATE SEQUENCE IF NOT EXISTS " + LeaseFencingSeq
 // statement. It returns one row: the backend's pid, whether the server is
 // a hot standby, whether the backend holds key in the lease's mode, and,
 // with fencing, the next fencing token (NULL on a standby, where nextval
-// cannot run):
+// cannot run), and the lease's mark, which it sets on the session for
+// Holds to check:
 //
 //	SELECT pg_backend_pid(), pg_is_in_recovery(), EXISTS (SELECT 1 FROM
 //	pg_locks WHERE ... pid = pg_backend_pid() ...), CASE WHEN
 //	pg_is_in_recovery() THEN NULL ELSE nextval('pgadvisory_fencing_token')
-//	END
-func LeaseStart(shared bool, key Key, fencing bool) string {
+//	END, set_config('pgadvisory.lease_0_42_1', '8177', false)
+func LeaseStart(shared bool, key Key, fencing bool, mark int64) string {
 	token := "NULL::int8"
 	if fencing {
 		token = "CASE WHEN pg_is_in_recovery() THEN NULL ELSE nextval('" + LeaseFencingSequence + "') END"
 	}
 	return "SELECT pg_backend_pid(), pg_is_in_recovery(), EXISTS (SELECT 1 FROM pg_locks WHERE " +
-		heldBy("pg_backend_pid()", shared, key) + "), " + token
+		heldBy("pg_backend_pid()", shared, key) + "), " + token +
+		", set_config('" + leaseMark(key) + "', '" + strconv.FormatInt(mark, 10) + "', false)"
 }
