@@ -14,6 +14,11 @@ import (
 // lease's heartbeat names it, so [LeaseScope.ExpectHeartbeat] expects it.
 const LeasePID int64 = 4242
 
+// LeaseMark is the mark that a lease's start answers in the mock: the
+// number the server draws and leaves on the session, which the lease's
+// heartbeat checks, so that [LeaseScope.ExpectHeartbeat] expects it.
+const LeaseMark int64 = 8177
+
 // LeaseToken is the fencing token that [ExpectAcquire] answers when opts
 // hold [advisory.Fencing]: the first value of a fresh sequence. Change it
 // with [LeaseScope.WithToken].
@@ -118,7 +123,7 @@ func ExpectAcquire(m sqlmock.Sqlmock, key advisory.Key, outcome LeaseOutcome, op
 		m:       m,
 		outcome: outcome,
 		fencing: o.Fencing,
-		holds:   sqltext.Holds(LeasePID, o.Shared, k),
+		holds:   sqltext.Holds(LeasePID, o.Shared, k, LeaseMark),
 		end:     o.EndStatement(k, true),
 	}
 	s.Lock = expectLock(m, lock, outcome == LeaseNotAcquired, outcome == LeaseFailed)
@@ -152,7 +157,7 @@ func ExpectWatch(m sqlmock.Sqlmock, key advisory.Key, outcome LeaseOutcome, opts
 		m:       m,
 		outcome: outcome,
 		fencing: o.Fencing,
-		holds:   sqltext.Holds(LeasePID, o.Shared, k),
+		holds:   sqltext.Holds(LeasePID, o.Shared, k, LeaseMark),
 		end:     o.EndStatement(k, true),
 	}
 	if o.Fencing {
@@ -185,8 +190,8 @@ func (s *LeaseScope) answer() {
 	if s.fencing && s.outcome != LeaseStandby {
 		token = s.Token // a standby cannot run nextval
 	}
-	row := sqlmock.NewRows([]string{"pg_backend_pid", "pg_is_in_recovery", "exists", "token"}).
-		AddRow(LeasePID, s.outcome == LeaseStandby, s.outcome != LeasePooler, token)
+	row := sqlmock.NewRows([]string{"pg_backend_pid", "pg_is_in_recovery", "exists", "token", "set_config"}).
+		AddRow(LeasePID, s.outcome == LeaseStandby, s.outcome != LeasePooler, token, LeaseMark)
 	s.Start.WillReturnRows(row)
 }
 
@@ -216,6 +221,6 @@ func (s *LeaseScope) ExpectRelease() *sqlmock.ExpectedExec {
 // under [advisory.Heartbeat], granted: it never takes a fencing token.
 func leaseStart(m sqlmock.Sqlmock, o scope.Options, key sqltext.Key) *sqlmock.ExpectedQuery {
 	return m.ExpectQuery(pattern(m, sqltext.LeaseStart(o.Shared, key, false))).WithoutArgs().
-		WillReturnRows(sqlmock.NewRows([]string{"pg_backend_pid", "pg_is_in_recovery", "exists", "token"}).
-			AddRow(LeasePID, false, true, nil))
+		WillReturnRows(sqlmock.NewRows([]string{"pg_backend_pid", "pg_is_in_recovery", "exists", "token", "set_config"}).
+			AddRow(LeasePID, false, true, nil, LeaseMark))
 }

@@ -236,7 +236,7 @@ func expectSession(helper string, m sqlmock.Sqlmock, key advisory.Key, outcome S
 	s := &SessionScope{m: m, end: o.EndStatement(sqltext.KeyOf(key), owned)}
 	s.Lock = expectLock(m, lock, outcome == SessionNotAcquired, outcome == SessionFailed)
 	if o.Watched {
-		s.holds = sqltext.Holds(LeasePID, o.Shared, sqltext.KeyOf(key))
+		s.holds = sqltext.Holds(LeasePID, o.Shared, sqltext.KeyOf(key), LeaseMark)
 		if outcome == Release || outcome == SessionGranted {
 			s.Start = leaseStart(m, o, sqltext.KeyOf(key))
 		}

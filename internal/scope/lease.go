@@ -59,8 +59,13 @@ func StartLease(ctx context.Context, conn *sql.Conn, key sqltext.Key, o *Options
 	l := &Lease{conn: conn, key: key, o: *o, owned: owned, interval: o.HeartbeatInterval()}
 	var token sql.NullInt64
 	var standby, held bool
+	// The mark, a random number the server draws and leaves on the
+	// session, tells this lease from another client's on the same
+	// backend, as behind a transaction pooler: the later one overwrites
+	// it, and the earlier one's next heartbeat finds the lease lost.
+	var mark int64
 	start := func() error {
-		return conn.QueryRowContext(ctx, sqltext.LeaseStart(o.Shared, key, o.Fencing)).Scan(&l.pid, &standby, &held, &token)
+		return conn.QueryRowContext(ctx, sqltext.LeaseStart(o.Shared, key, o.Fencing)).Scan(&l.pid, &standby, &held, &token, &mark)
 	}
 	err := start()
 	if o.Fencing && SQLState(err) == "42P01" {
@@ -86,7 +91,7 @@ func StartLease(ctx context.Context, conn *sql.Conn, key sqltext.Key, o *Options
 		return nil, err
 	}
 	l.token = token.Int64
-	l.holds = sqltext.Holds(l.pid, o.Shared, key)
+	l.holds = sqltext.Holds(l.pid, o.Shared, key, mark)
 	l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	l.stop, l.done = make(chan struct{}), make(chan struct{})
 	go l.watch()

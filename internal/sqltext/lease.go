@@ -26,19 +26,31 @@ func heldBy(pid string, shared bool, key Key) string {
 		" AND mode = '" + mode + "' AND granted"
 }
 
+// leaseMark names the session setting in which a lease leaves its mark, a
+// number of its own. A session setting lives with the backend, so a client
+// that shares the backend with another (through a transaction pooler,
+// whose clients' locks stack there) overwrites the other's mark when it
+// starts a lease. One name serves every key: a session carries one lease,
+// and a pooled session that carried many keeps one setting, not one per
+// key.
+func leaseMark(Key) string { return "pgadvisory.lease" }
+
 // Holds returns the statement that proves a lease: it affects one row when
-// backend pid is the session's own and holds key in the lease's mode, and
-// none otherwise:
+// backend pid is the session's own, holds key in the lease's mode, and
+// still bears the lease's mark (see LeaseStart), and none otherwise:
 //
 //	SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = 4242 AND
 //	pid = pg_backend_pid() AND classid = 0::int8::oid AND objid =
 //	42::int8::oid AND objsubid = 1 AND mode = 'ExclusiveLock' AND granted
+//	AND current_setting('pgadvisory.lease', true) = '8177'
 //
 // The backend check catches a statement that a transaction pooler routed
-// to another backend.
-func Holds(pid int64, shared bool, key Key) string {
+// to another backend; the mark catches another client of the pooler that
+// took the key on this backend, where the locks stack.
+func Holds(pid int64, shared bool, key Key, mark int64) string {
 	return "SELECT 1 FROM pg_locks WHERE " +
-		heldBy(strconv.FormatInt(pid, 10)+" AND pid = pg_backend_pid()", shared, key)
+		heldBy(strconv.FormatInt(pid, 10)+" AND pid = pg_backend_pid()", shared, key) +
+		" AND current_setting('" + leaseMark(key) + "', true) = '" + strconv.FormatInt(mark, 10) + "'"
 }
 
 // LeaseFencingSequence names the sequence whose values are fencing tokens.
@@ -51,17 +63,23 @@ const CreateFencingSequence = "CREATE SEQUENCE IF NOT EXISTS " + LeaseFencingSeq
 // statement. It returns one row: the backend's pid, whether the server is
 // a hot standby, whether the backend holds key in the lease's mode, and,
 // with fencing, the next fencing token (NULL on a standby, where nextval
-// cannot run):
+// cannot run), and the lease's mark, which it sets on the session for
+// Holds to check:
 //
 //	SELECT pg_backend_pid(), pg_is_in_recovery(), EXISTS (SELECT 1 FROM
 //	pg_locks WHERE ... pid = pg_backend_pid() ...), CASE WHEN
 //	pg_is_in_recovery() THEN NULL ELSE nextval('pgadvisory_fencing_token')
-//	END
+//	END, set_config('pgadvisory.lease', floor(random() *
+//	9007199254740992)::int8::text, false)::int8
+//
+// The mark is drawn by the server and read back as a number, so that no
+// string of the client's goes into SQL text.
 func LeaseStart(shared bool, key Key, fencing bool) string {
 	token := "NULL::int8"
 	if fencing {
 		token = "CASE WHEN pg_is_in_recovery() THEN NULL ELSE nextval('" + LeaseFencingSequence + "') END"
 	}
 	return "SELECT pg_backend_pid(), pg_is_in_recovery(), EXISTS (SELECT 1 FROM pg_locks WHERE " +
-		heldBy("pg_backend_pid()", shared, key) + "), " + token
+		heldBy("pg_backend_pid()", shared, key) + "), " + token +
+		", set_config('" + leaseMark(key) + "', floor(random() * 9007199254740992)::int8::text, false)::int8"
 }

@@ -1,0 +1,178 @@
+package advisory_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+)
+
+// A mutual-exclusion run under chaos: goroutines take leases with fencing
+// tokens on a few keys while their backends are terminated at random. The
+// protected work is a write that a table accepts only with a token higher
+// than the last it accepted, as a store that fences its writers does. No
+// stale write may be accepted, and every refused write must come from a
+// lease that then reports itself lost.
+
+const (
+	chaosWorkers   = 32
+	chaosKeys      = 4
+	chaosHeartbeat = 100 * time.Millisecond
+	chaosDuration  = 3 * time.Second
+)
+
+func TestLeaseChaosIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		// Not parallel: 32 leases hold 32 sessions of the shared server.
+		ctx := context.Background()
+		app := pgAppName()
+		db := pgOpenApp(t, tg, app) // the leases, whose backends the chaos terminates
+		obs := tg.DB                // the store and the observer
+		table := "lease_chaos_" + app[len("advisory-"):]
+		pgExec(t, obs, "CREATE TABLE "+table+" (key bigint PRIMARY KEY, token bigint NOT NULL)")
+		pgExec(t, obs, "CREATE TABLE "+table+"_log (seq bigserial PRIMARY KEY, key bigint NOT NULL, token bigint NOT NULL)")
+		t.Cleanup(func() {
+			_, _ = obs.ExecContext(context.Background(), "DROP TABLE "+table+", "+table+"_log")
+		})
+		keys := newPGKeys()
+		var ks []advisory.Key
+		for i := range chaosKeys {
+			ks = append(ks, keys.next())
+			pgExec(t, obs, "INSERT INTO "+table+" VALUES ($1, 0)", i)
+		}
+		// write is the protected work: accepted only with a token above
+		// the last accepted one, and logged in the same statement.
+		write := "WITH u AS (UPDATE " + table + " SET token = $2 WHERE key = $1 AND token < $2 RETURNING key, token) " +
+			"INSERT INTO " + table + "_log (key, token) SELECT key, token FROM u"
+
+		var (
+			mu       sync.Mutex
+			tokens   = map[int]map[int64]bool{} // per key, every token handed out
+			accepted int
+			refused  int
+			lost     int
+		)
+		stop := time.Now().Add(chaosDuration)
+		var wg sync.WaitGroup
+		for w := range chaosWorkers {
+			wg.Go(func() {
+				rnd := mrand.New(mrand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
+				for time.Now().Before(stop) {
+					ki := rnd.IntN(chaosKeys)
+					actx, cancel := context.WithTimeout(ctx, time.Second)
+					l, err := advisory.Acquire(actx, db, ks[ki], advisory.Fencing(), advisory.Heartbeat(chaosHeartbeat))
+					cancel()
+					if err != nil {
+						if !errors.Is(err, context.DeadlineExceeded) {
+							t.Errorf("worker %d: Acquire: %v", w, err)
+							return
+						}
+						continue
+					}
+					mu.Lock()
+					if tokens[ki] == nil {
+						tokens[ki] = map[int64]bool{}
+					}
+					if tokens[ki][l.Token()] {
+						t.Errorf("token %d handed out twice for key %d", l.Token(), ki)
+					}
+					tokens[ki][l.Token()] = true
+					mu.Unlock()
+					// A holder that works without looking at its
+					// lease: the store is what stops it.
+					time.Sleep(time.Duration(rnd.IntN(300)) * time.Millisecond)
+					res, err := obs.ExecContext(ctx, write, ki, l.Token())
+					if err != nil {
+						t.Errorf("worker %d: write: %v", w, err)
+						return
+					}
+					n, _ := res.RowsAffected()
+					refusedAt := time.Now()
+					if n == 0 {
+						// Someone wrote with a later token, so
+						// someone took the key after this lease:
+						// it must learn that it was lost.
+						select {
+						case <-l.Done():
+						case <-time.After(leaseBound(chaosHeartbeat)):
+							t.Errorf("worker %d: write with token %d refused, but the lease is not lost %v later", w, l.Token(), time.Since(refusedAt))
+						}
+						if !errors.Is(l.Err(), advisory.ErrLockLost) {
+							t.Errorf("worker %d: write with token %d refused; lease Err = %v, want ErrLockLost", w, l.Token(), l.Err())
+						}
+					}
+					rerr := l.Release(ctx)
+					mu.Lock()
+					if n == 0 {
+						refused++
+					} else {
+						accepted++
+					}
+					if errors.Is(rerr, advisory.ErrLockLost) {
+						lost++
+					}
+					mu.Unlock()
+					if rerr != nil && !errors.Is(rerr, advisory.ErrLockLost) {
+						t.Errorf("worker %d: Release: %v", w, rerr)
+					}
+				}
+			})
+		}
+		// The chaos: terminate a random lease's backend now and then.
+		var terminated int
+		for time.Now().Before(stop) {
+			time.Sleep(time.Duration(50+mrand.IntN(100)) * time.Millisecond)
+			var pid int
+			err := obs.QueryRowContext(ctx, `SELECT pid FROM pg_stat_activity WHERE application_name = $1
+				AND pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted) ORDER BY random() LIMIT 1`, app).Scan(&pid)
+			if err != nil {
+				continue // none holds a lease at the moment
+			}
+			pgExec(t, obs, "SELECT pg_terminate_backend($1)", pid)
+			terminated++
+		}
+		wg.Wait()
+
+		// Per key, the accepted tokens strictly increase in the order the
+		// store accepted them.
+		rows, err := obs.QueryContext(ctx, "SELECT key, token FROM "+table+"_log ORDER BY seq")
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := map[int]int64{}
+		var logged int
+		for rows.Next() {
+			var k int
+			var tok int64
+			if err := rows.Scan(&k, &tok); err != nil {
+				t.Fatal(err)
+			}
+			if tok <= last[k] {
+				t.Errorf("stale write accepted on key %d: token %d after %d", k, tok, last[k])
+			}
+			last[k] = tok
+			logged++
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rows.Close()
+		if logged != accepted {
+			t.Errorf("%d writes accepted, %d logged", accepted, logged)
+		}
+		for _, k := range ks {
+			pgAwaitFree(t, obs, k)
+		}
+		if accepted == 0 || terminated == 0 {
+			t.Errorf("nothing to prove: %d writes accepted, %d backends terminated", accepted, terminated)
+		}
+		t.Logf("lease chaos: %s", fmt.Sprintf("%d backends terminated; %d writes accepted, %d refused (each from a lease then reported lost), %d leases lost; 0 stale writes accepted",
+			terminated, accepted, refused, lost))
+	})
+}
