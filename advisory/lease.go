@@ -3,6 +3,8 @@ package advisory
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"errors"
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/internal/scope"
@@ -98,7 +100,23 @@ func Watch(ctx context.Context, conn *sql.Conn, key Key, opts ...Option) (*Lease
 	return &Lease{key: key, l: l}, nil
 }
 
+// badConnTries bounds how often Acquire takes a fresh connection when the
+// pool hands it a dead one, as database/sql does for its own statements.
+const badConnTries = 3
+
 func acquireLease(ctx context.Context, db *sql.DB, key sqltext.Key, o *scope.Options) (*scope.Lease, error) {
+	for try := 1; ; try++ {
+		l, err := acquireOnce(ctx, db, key, o)
+		// driver.ErrBadConn means the driver sent nothing: the pooled
+		// session had died, as when its backend was terminated while
+		// idle. Nothing was taken on it.
+		if err == nil || try == badConnTries || !errors.Is(err, driver.ErrBadConn) || ctx.Err() != nil {
+			return l, err
+		}
+	}
+}
+
+func acquireOnce(ctx context.Context, db *sql.DB, key sqltext.Key, o *scope.Options) (*scope.Lease, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, scope.Fail(ctx, "connect", key.String(), err)
