@@ -24,17 +24,12 @@
 //		return nil // another process is on it
 //	}
 //
-// Both are thin: they begin the transaction with db.BeginTxx (or take the
-// connection with db.Connx), so fn gets exactly the value sqlx itself
-// builds, and hand its embedded *sql.Tx (or *sql.Conn) to advisory's own
-// scope code ([advisory.WithXactLockTx], or the scope behind
-// [advisory.WithSessionLock]), which takes the lock, runs fn and ends the
-// scope. Every guarantee is advisory's, unchanged: the lock is released
-// however fn ends, a panic rolls back (or closes the session) before it
-// continues, no session lock ever stays behind in the pool, the options are
-// advisory's [advisory.Option] values, and the errors are advisory's, to
-// match with [errors.Is] against [advisory.ErrNotAcquired],
-// [advisory.ErrLockTimeout] and the rest.
+// That is the whole difference from advisory: the helpers begin the
+// transaction with db.BeginTxx (or take the connection with db.Connx), so
+// fn gets exactly the value sqlx builds, and hand the embedded *sql.Tx (or
+// *sql.Conn) to the very scope code behind [advisory.WithXactLock] and
+// [advisory.WithSessionLock]. What a scope guarantees, which options it
+// takes and which errors it returns are documented there once.
 //
 // # Lock functions
 //
