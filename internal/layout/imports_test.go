@@ -27,6 +27,9 @@ var light = map[string][]string{
 	// names namespaces from the dictionary.
 	"advisory/inspect":  {"advisory", "advisory/keyspace", "internal/..."},
 	"advisory/keyspace": {"advisory", "internal/..."},
+	// The coordination recipes are built on leases.
+	"advisory/leader":    {"advisory", "internal/..."},
+	"advisory/semaphore": {"advisory", "internal/..."},
 	// The net/http middleware needs nothing but the core.
 	"middleware/httplock": {"advisory", "internal/..."},
 }
