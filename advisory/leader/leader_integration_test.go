@@ -197,12 +197,16 @@ func (e *election) check() {
 func (e *election) takeovers(name string, n int, event func(cur lead) time.Time) {
 	e.t.Helper()
 	cur := e.next(0, 30*time.Second)
+	e.mu.Lock()
+	cur = e.leads[len(e.leads)-1] // the latest leader
+	e.mu.Unlock()
 	var ds []time.Duration
 	for range n {
 		// The other candidates wait in the server, not polling.
 		pgtest.AwaitWaiting(e.t, e.db, e.key)
 		t0 := event(cur)
 		nl := e.next(cur.token, 60*time.Second)
+		e.t.Logf("%s: candidate %d leads with token %d, %v after the event", name, nl.cand, nl.token, nl.at.Sub(t0))
 		ds = append(ds, nl.at.Sub(t0))
 		cur = nl
 	}
@@ -268,19 +272,14 @@ func TestTakeoverOnRestartAndPause(t *testing.T) {
 				return t0
 			})
 			e.takeovers("pause 1s (from unpause)", runs(t, 2), func(cur lead) time.Time {
+				p0 := time.Now()
 				unpause := s.Pause(t)
 				// The leader gives its lease up within two heartbeats.
-				deadline := time.Now().Add(10 * time.Second)
-				for {
-					e.mu.Lock()
-					acting := e.acting.Load()
-					e.mu.Unlock()
-					if acting == 0 || time.Now().After(deadline) {
-						break
-					}
+				for e.acting.Load() != 0 && time.Since(p0) < 10*time.Second {
 					time.Sleep(time.Millisecond)
 				}
-				time.Sleep(time.Second - 400*time.Millisecond)
+				t.Logf("pause: the leader stepped down after %v", time.Since(p0).Round(time.Millisecond))
+				time.Sleep(time.Second - time.Since(p0))
 				unpause()
 				return time.Now()
 			})

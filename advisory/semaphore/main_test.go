@@ -1,0 +1,16 @@
+package semaphore_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+)
+
+// TestMain lets pgtest stop the servers the tests start, then checks that
+// no goroutine is left: every lease ends with its release or its loss.
+func TestMain(m *testing.M) {
+	ignore := goleak.IgnoreCurrent()
+	pgtest.Main(m, func() error { return goleak.Find(ignore) })
+}

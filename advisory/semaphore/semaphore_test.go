@@ -1,0 +1,57 @@
+package semaphore
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/pgadvisory/pgadvisory/advisory"
+)
+
+func TestSlots(t *testing.T) {
+	s := New(nil, advisory.PairKey(7, math.MaxInt32), 3)
+	want := []advisory.Key{advisory.PairKey(7, math.MaxInt32), advisory.PairKey(7, math.MinInt32), advisory.PairKey(7, math.MinInt32+1)}
+	for i, w := range want {
+		if got := s.Slot(i); got != w {
+			t.Errorf("Slot(%d) = %v; want %v", i, got, w)
+		}
+	}
+	if got := New(nil, advisory.Int64Key(10), 2).Slot(1); got != advisory.Int64Key(11) {
+		t.Errorf("Slot(1) = %v", got)
+	}
+}
+
+func TestTryQuery(t *testing.T) {
+	got := tryQuery([]advisory.Key{advisory.PairKey(7, 2), advisory.PairKey(7, -3)})
+	want := "SELECT o FROM unnest(ARRAY[2,-3]::int4[]) WITH ORDINALITY AS s(k, o) WHERE pg_try_advisory_lock(7, k) LIMIT 1"
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	got = tryQuery([]advisory.Key{advisory.Int64Key(5), advisory.Int64Key(6)})
+	if !strings.Contains(got, "ARRAY[5,6]::int8[]") || !strings.Contains(got, "pg_try_advisory_lock(k)") {
+		t.Errorf("bigint query: %s", got)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	tests := []struct {
+		name string
+		s    *Semaphore
+	}{
+		{"NilDB", New(nil, advisory.Int64Key(1), 1)},
+		{"ZeroSlots", New(nil, advisory.Int64Key(1), 0)},
+		{"Overflow", New(nil, advisory.Int64Key(math.MaxInt64), 2)},
+		{"Heartbeat", New(nil, advisory.Int64Key(1), 1, Heartbeat(0))},
+		{"Recheck", New(nil, advisory.Int64Key(1), 1, Recheck(0))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := tt.s.TryAcquire(t.Context()); err == nil || !strings.HasPrefix(err.Error(), "semaphore: ") {
+				t.Errorf("TryAcquire = %v", err)
+			}
+			if _, err := tt.s.Acquire(t.Context()); err == nil {
+				t.Error("Acquire accepted")
+			}
+		})
+	}
+}
