@@ -1,0 +1,98 @@
+package advisory_test
+
+import (
+	"context"
+	"database/sql"
+	"testing"
+
+	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+)
+
+// Server facts that docs/guide.md cites and the library's design rests on,
+// shown with plain SQL and database/sql, without the library's helpers.
+
+// TestPooledConnKeepsSessionLockIntegration: closing a *sql.Conn returns
+// its session to the pool with its session lock, and neither driver's
+// session reset releases it: the next user of the pool draws the same
+// backend, still holding the key. DISCARD ALL, the reset query PgBouncer
+// runs in session mode, does release it.
+func TestPooledConnKeepsSessionLockIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		db := pgOpenOne(t, tg) // a pool of one: the next Conn is the same session
+		key := newPGKeys().nextPair()
+
+		conn := pgConn(t, db)
+		pid := pgPID(t, conn)
+		if err := advisory.Lock(ctx, conn, key); err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.Close(); err != nil { // the ghost-lock mistake
+			t.Fatal(err)
+		}
+
+		next := pgConn(t, db)
+		if got := pgPID(t, next); got != pid {
+			t.Fatalf("the pool of one handed out backend %d, then %d", pid, got)
+		}
+		pgRequireHolds(t, tg.DB, pid, key, false)
+
+		pgExec(t, next, "DISCARD ALL")
+		pgRequireNoLocks(t, tg.DB, pid)
+	})
+}
+
+// TestDeadlockVictimSurvivesIntegration: when the server breaks a deadlock
+// between two sessions' plain pg_advisory_lock calls, only the victim's
+// statement fails. Its session lives on and keeps the key it took before,
+// so a caller that pools it leaks that lock. (TestDeadlockIntegration
+// shows that the library closes the victim's session instead.)
+func TestDeadlockVictimSurvivesIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		keys := newPGKeys()
+		k := [2]advisory.Key{keys.next(), keys.next()}
+		conns := [2]*sql.Conn{pgConn(t, tg.DB), pgConn(t, tg.DB)}
+		var pids [2]int
+		for i, c := range conns {
+			pids[i] = pgPID(t, c)
+			pgExec(t, c, "SET deadlock_timeout = '50ms'")
+			pgExec(t, c, "SELECT pg_advisory_lock("+pgArg(k[i])+")")
+		}
+		errs := make(chan [2]any, 2)
+		go func() {
+			_, err := conns[0].ExecContext(context.Background(), "SELECT pg_advisory_lock("+pgArg(k[1])+")")
+			errs <- [2]any{0, err}
+		}()
+		pgWaitWaiting(t, tg.DB, pids[0], k[1])
+		go func() {
+			_, err := conns[1].ExecContext(context.Background(), "SELECT pg_advisory_lock("+pgArg(k[0])+")")
+			errs <- [2]any{1, err}
+		}()
+
+		// The victim's statement fails with 40P01 first: the other wait
+		// is granted only once the victim lets go of its key.
+		first := <-errs
+		victim := first[0].(int)
+		if err, _ := first[1].(error); pgSQLState(err) != "40P01" {
+			t.Fatalf("the first statement to return gave %v; want SQLSTATE 40P01", err)
+		}
+		if got := pgPID(t, conns[victim]); got != pids[victim] {
+			t.Fatalf("the victim's session changed from %d to %d", pids[victim], got)
+		}
+		// The victim still holds the key it took before the deadlock.
+		pgRequireHolds(t, tg.DB, pids[victim], k[victim], false)
+
+		// Releasing it lets the other session through.
+		pgExec(t, conns[victim], "SELECT pg_advisory_unlock_all()")
+		if second := <-errs; second[1] != nil {
+			t.Fatalf("the survivor's wait: %v", second[1])
+		}
+		for _, c := range conns {
+			pgExec(t, c, "SELECT pg_advisory_unlock_all()")
+			pgExec(t, c, "RESET deadlock_timeout")
+		}
+	})
+}
