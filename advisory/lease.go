@@ -122,7 +122,7 @@ func acquireOnce(ctx context.Context, db *sql.DB, key sqltext.Key, o *scope.Opti
 		return nil, scope.Fail(ctx, "connect", key.String(), err)
 	}
 	op, stmt := o.LockStatement(false, key)
-	acquired, err := scope.Acquire(ctx, conn, op, []sqltext.Key{key}, stmt)
+	acquired, err := scope.AcquireWith(ctx, o.Observed(), conn, op, []sqltext.Key{key}, stmt)
 	if err == nil && o.Try && !acquired {
 		err = scope.FailKind(op, key.String(), ErrNotAcquired, nil)
 	}

@@ -147,7 +147,8 @@ func TestLeaseIntegration(t *testing.T) {
 		t.Run("LostOnTerminate", func(t *testing.T) {
 			key := keys.next()
 			const hb = 100 * time.Millisecond
-			l, err := advisory.Acquire(ctx, tg.DB, key, advisory.Heartbeat(hb))
+			rec := &recorder{key: key}
+			l, err := advisory.Acquire(ctx, tg.DB, key, advisory.Heartbeat(hb), advisory.WithObserver(rec))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -165,6 +166,11 @@ func TestLeaseIntegration(t *testing.T) {
 			if err := l.Release(ctx); !errors.Is(err, advisory.ErrLockLost) {
 				t.Fatalf("Release after loss = %v; want ErrLockLost", err)
 			}
+			rec.mu.Lock()
+			if len(rec.acquires) != 1 || len(rec.losses) != 1 || rec.losses[0].Cause == nil {
+				t.Errorf("observed %d acquisitions and losses %+v; want one of each, with a cause", len(rec.acquires), rec.losses)
+			}
+			rec.mu.Unlock()
 			pgAwaitFree(t, tg.DB, key)
 		})
 

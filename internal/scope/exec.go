@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"slices"
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
@@ -70,15 +71,26 @@ func ReleaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // reports whether a try took them. On any error the session is discarded,
 // since a grant may have raced the failure.
 func Acquire(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, stmt string) (bool, error) {
+	return AcquireWith(ctx, DefaultHooks(), conn, op, keys, stmt)
+}
+
+// AcquireWith is Acquire, observed by h (which may be nil).
+func AcquireWith(ctx context.Context, h Hooks, conn *sql.Conn, op string, keys []sqltext.Key, stmt string) (bool, error) {
 	if conn == nil {
 		return false, ErrNilConn
 	}
+	start := now(h)
 	n, err := Run(ctx, conn, stmt)
 	if err != nil {
 		Discard(conn)
-		return false, FailWait(ctx, op, KeyList(keys), err)
+		err = FailWait(ctx, op, KeyList(keys), err)
 	}
-	return n > 0, nil
+	if h != nil {
+		// A copy, so that keys stays on the caller's stack when nothing
+		// is observed.
+		h.Acquired(ctx, op, slices.Clone(keys), since(h, start), err == nil && n > 0, err)
+	}
+	return err == nil && n > 0, err
 }
 
 // Release sends stmt, which releases keys on conn as operation op, and
@@ -94,23 +106,37 @@ func Release(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key,
 	switch {
 	case err != nil:
 		Discard(conn)
-		return Fail(rctx, op, KeyList(keys), err)
+		err = Fail(rctx, op, KeyList(keys), err)
 	case n != int64(len(keys)):
 		Discard(conn)
-		return FailKind(op, KeyList(keys), ErrNotHeld, nil)
+		err = FailKind(op, KeyList(keys), ErrNotHeld, nil)
 	}
-	return nil
+	if h := DefaultHooks(); h != nil {
+		h.Released(ctx, op, slices.Clone(keys), err)
+	}
+	return err
 }
 
 // XactAcquire sends stmt, which takes keys in tx as operation op, and
 // reports whether a try took them.
 func XactAcquire(ctx context.Context, tx *sql.Tx, op string, keys []sqltext.Key, stmt string) (bool, error) {
+	return XactAcquireWith(ctx, DefaultHooks(), tx, op, keys, stmt)
+}
+
+// XactAcquireWith is XactAcquire, observed by h (which may be nil).
+func XactAcquireWith(ctx context.Context, h Hooks, tx *sql.Tx, op string, keys []sqltext.Key, stmt string) (bool, error) {
 	if tx == nil {
 		return false, ErrNilTx
 	}
+	start := now(h)
 	n, err := Run(ctx, tx, stmt)
 	if err != nil {
-		return false, FailWait(ctx, op, KeyList(keys), err)
+		err = FailWait(ctx, op, KeyList(keys), err)
 	}
-	return n > 0, nil
+	if h != nil {
+		// A copy, so that keys stays on the caller's stack when nothing
+		// is observed.
+		h.Acquired(ctx, op, slices.Clone(keys), since(h, start), err == nil && n > 0, err)
+	}
+	return err == nil && n > 0, err
 }

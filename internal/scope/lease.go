@@ -188,6 +188,9 @@ func (l *Lease) lose(cause error) {
 	err := FailKind("lease", l.key.String(), ErrLockLost, cause)
 	l.err = err
 	l.cancel(err)
+	if h := l.o.Observed(); h != nil {
+		h.Lost(l.ctx, l.key, cause)
+	}
 }
 
 // discard closes the session, so that the server drops whatever it holds,

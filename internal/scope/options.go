@@ -22,6 +22,8 @@ type Options struct {
 	Heartbeat time.Duration // a lease's heartbeat interval; 0 is DefaultHeartbeat
 	Watched   bool          // Heartbeat was given: a session scope runs as a lease
 	Fencing   bool          // a lease takes a fencing token
+
+	Hooks Hooks // observe this call with these rather than the default
 }
 
 // HeartbeatInterval returns the lease's heartbeat interval.

@@ -20,7 +20,7 @@ import (
 // session still answers.
 func Session(ctx context.Context, conn *sql.Conn, key sqltext.Key, fn func(context.Context, *sql.Conn) error, o *Options, owned bool) error {
 	op, stmt := o.LockStatement(false, key)
-	acquired, err := Acquire(ctx, conn, op, []sqltext.Key{key}, stmt)
+	acquired, err := AcquireWith(ctx, o.Observed(), conn, op, []sqltext.Key{key}, stmt)
 	if err == nil && o.Try && !acquired {
 		err = FailKind(op, key.String(), ErrNotAcquired, nil)
 	}
@@ -93,6 +93,16 @@ func (e *sessionEnd) run(ctx context.Context, discard bool) error {
 	// once fn's context ends.
 	e.cancelFn()
 	op, keys := e.o.UnlockOp(), e.key.String()
+	err = e.end(n, err, op, keys, discard)
+	if h := e.o.Observed(); h != nil {
+		h.Released(ctx, op, []sqltext.Key{e.key}, err)
+	}
+	return err
+}
+
+// end acts on what the statement that ends the scope answered, n rows or
+// err, and discards the session when discard is set.
+func (e *sessionEnd) end(n int64, err error, op, keys string, discard bool) error {
 	switch {
 	case err == nil && n == 1:
 		if discard {

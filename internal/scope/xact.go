@@ -26,7 +26,7 @@ func Xact(ctx context.Context, tx *sql.Tx, key sqltext.Key, fn func(context.Cont
 	}()
 
 	op, stmt := o.LockStatement(true, key)
-	acquired, err := XactAcquire(ctx, tx, op, []sqltext.Key{key}, stmt)
+	acquired, err := XactAcquireWith(ctx, o.Observed(), tx, op, []sqltext.Key{key}, stmt)
 	if err == nil && o.Try && !acquired {
 		err = FailKind(op, key.String(), ErrNotAcquired, nil)
 	}
@@ -38,6 +38,17 @@ func Xact(ctx context.Context, tx *sql.Tx, key sqltext.Key, fn func(context.Cont
 	s := &xactScope{tx: tx, owned: true}
 	err = fn(context.WithValue(ctx, xactScopeKey{}, s), tx)
 	finished = true
+	err = end(ctx, tx, s, err)
+	if h := o.Observed(); h != nil {
+		h.Released(ctx, "xact end", []sqltext.Key{key}, err)
+	}
+	return err
+}
+
+// end ends a transaction scope whose fn returned err: the transaction
+// commits if fn committed it early or returned nil, and rolls back
+// otherwise. The lock ends with it.
+func end(ctx context.Context, tx *sql.Tx, s *xactScope, err error) error {
 	if early, commitErr := s.outcome(); early {
 		return Join(err, commitErr)
 	}
