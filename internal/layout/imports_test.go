@@ -55,6 +55,9 @@ var owners = map[string][]string{
 	"github.com/lib/pq":              {"internal/pgtest", "examples/..."},
 	"github.com/jackc/pgx/v5":        {"internal/pgtest", "examples/..."},
 	"github.com/ory/dockertest/v3":   {"internal/pgtest"},
+	// The metrics example shows observations exported to Prometheus; the
+	// library itself stays free of it.
+	"github.com/prometheus/client_golang": {"examples/metrics"},
 }
 
 // transports are the packages that carry a lock across a protocol. None may
