@@ -53,7 +53,7 @@ var owners = map[string][]string{
 	"github.com/jmoiron/sqlx":        {"sqlxlock"},
 	"github.com/DATA-DOG/go-sqlmock": {"mock"},
 	"github.com/lib/pq":              {"internal/pgtest", "examples/..."},
-	"github.com/jackc/pgx/v5":        {"internal/pgtest", "examples/..."},
+	"github.com/jackc/pgx/v5":        {"internal/pgtest", "examples/...", "cmd/..."},
 	"github.com/ory/dockertest/v3":   {"internal/pgtest"},
 	// The metrics example shows observations exported to Prometheus; the
 	// library itself stays free of it.

@@ -1,0 +1,26 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"syscall"
+)
+
+// forwarded lists the signals exec passes on to the command.
+var forwarded = []os.Signal{
+	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
+	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH,
+}
+
+// sigterm is the signal that asks the command to stop when the lock is
+// lost.
+var sigterm os.Signal = syscall.SIGTERM
+
+// signalNumber returns s's number, for the exit code 128+n.
+func signalNumber(s os.Signal) int {
+	if n, ok := s.(syscall.Signal); ok {
+		return int(n)
+	}
+	return 0
+}
