@@ -162,3 +162,11 @@ const (
 	undefinedTable  = "42P01"
 	uniqueViolation = "23505"
 )
+
+// CheckTable returns an error matching [ErrBadOption] if name cannot be
+// given to [Table], so that a program can refuse a bad name when it
+// starts rather than on its first call.
+func CheckTable(name string) error {
+	_, err := quoteTable(name)
+	return err
+}
