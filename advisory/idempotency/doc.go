@@ -42,6 +42,11 @@
 // InProgress while the other runs, about once in four billion pairs. The
 // record, keyed by the full key, is never shared.
 //
+// The lock depends on the namespace and the key alone, not on the table:
+// two services that record the same keys in tables of their own should
+// give each its own [Namespace], or one may find the other's run of a key
+// InProgress.
+//
 // # The table and its privileges
 //
 // The table is [DefaultTable], or the one [Table] names, with the columns

@@ -336,6 +336,9 @@ func TestIdempotentCasesIntegration(t *testing.T) {
 			}
 		})
 		t.Run("ConcurrentDuplicate", func(t *testing.T) {
+			// The key is the test's own: the lock of a key is one per
+			// server and namespace, whatever the table, and the
+			// subtests of other drivers run at once on the same server.
 			entered, release := make(chan struct{}), make(chan struct{})
 			slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				close(entered)
@@ -347,7 +350,7 @@ func TestIdempotentCasesIntegration(t *testing.T) {
 			go func() {
 				rec := httptest.NewRecorder()
 				req := httptest.NewRequest("POST", "/slow", nil)
-				req.Header.Set(httplock.IdempotencyKeyHeader, "slow")
+				req.Header.Set(httplock.IdempotencyKeyHeader, "slow-"+app.records)
 				h.ServeHTTP(rec, req)
 				done <- rec.Code
 			}()
@@ -358,7 +361,7 @@ func TestIdempotentCasesIntegration(t *testing.T) {
 			}
 			rec := httptest.NewRecorder()
 			req := httptest.NewRequest("POST", "/slow", nil)
-			req.Header.Set(httplock.IdempotencyKeyHeader, "slow")
+			req.Header.Set(httplock.IdempotencyKeyHeader, "slow-"+app.records)
 			h.ServeHTTP(rec, req)
 			close(release)
 			if rec.Code != http.StatusConflict || rec.Header().Get("Retry-After") != "1" {
