@@ -27,11 +27,14 @@ var light = map[string][]string{
 	// names namespaces from the dictionary.
 	"advisory/inspect":  {"advisory", "advisory/keyspace", "internal/..."},
 	"advisory/keyspace": {"advisory", "internal/..."},
-	// The coordination recipes are built on leases.
-	"advisory/leader":    {"advisory", "internal/..."},
-	"advisory/semaphore": {"advisory", "internal/..."},
-	// The net/http middleware needs nothing but the core.
-	"middleware/httplock": {"advisory", "internal/..."},
+	// The coordination recipes are built on leases; the idempotency
+	// helper on the core alone.
+	"advisory/leader":      {"advisory", "internal/..."},
+	"advisory/semaphore":   {"advisory", "internal/..."},
+	"advisory/idempotency": {"advisory", "internal/..."},
+	// The net/http middleware needs nothing but the core, and the
+	// idempotency helper its Idempotent middleware is built on.
+	"middleware/httplock": {"advisory", "advisory/idempotency", "internal/..."},
 }
 
 // mustExist lists the light packages whose absence means the check saw too

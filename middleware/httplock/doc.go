@@ -129,10 +129,27 @@
 // and the panic continues to the server, which drops the connection. A
 // panic after the first write cannot undo a commit that already happened.
 //
+// # Idempotency
+//
+// [Idempotent], beside XactLock, runs a request that carries an
+// Idempotency-Key header at most once: a repeated request gets the first
+// one's recorded status, headers and body, marked with [ReplayedHeader];
+// a duplicate that arrives while the first runs gets 409 Conflict with
+// Retry-After; a key reused for another method or path gets 422
+// Unprocessable Entity ([ErrMismatch]). It covers POST, PUT, PATCH and
+// DELETE ([IdempotentMethods]) and serves requests without the header
+// unchanged ([RequireIdempotencyKey] refuses them). It buffers responses
+// of up to 1 MiB ([MaxResponseBytes]) until the commit, and keeps its
+// records in package idempotency's table until idempotency.Purge deletes
+// them.
+//
+//	mux.Handle("POST /payments", httplock.Idempotent(db)(http.HandlerFunc(pay)))
+//
 // # Dependencies
 //
-// The package depends on the standard library and
-// github.com/pgadvisory/pgadvisory/advisory only: the one internal package
-// of this module that it imports, which holds what it shares with
-// grpclock, imports nothing else either.
+// The package depends on the standard library,
+// github.com/pgadvisory/pgadvisory/advisory and
+// github.com/pgadvisory/pgadvisory/advisory/idempotency only: the one
+// internal package of this module that it imports, which holds what it
+// shares with grpclock, imports nothing else either.
 package httplock

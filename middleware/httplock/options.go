@@ -18,6 +18,7 @@ type options struct {
 	commit    func(status int) bool
 	onError   func(w http.ResponseWriter, r *http.Request, err error)
 	responses []response
+	idem      idemOptions // Idempotent's own settings; XactLock ignores them
 }
 
 // Wait makes the middleware wait up to d for a lock that another request
@@ -115,6 +116,7 @@ func newOptions(opts []Option) *options {
 	o := &options{
 		Config: reqlock.NewConfig(),
 		commit: func(status int) bool { return status < 400 },
+		idem:   newIdemOptions(),
 	}
 	for _, opt := range opts {
 		if opt != nil {

@@ -35,6 +35,7 @@ var defaultResponses = []response{
 	{context.Canceled, StatusClientClosedRequest, ""},
 	{context.DeadlineExceeded, http.StatusServiceUnavailable, "service unavailable"},
 	{ErrBadKey, http.StatusBadRequest, "bad request: invalid resource key"},
+	{ErrMismatch, http.StatusUnprocessableEntity, "unprocessable entity: Idempotency-Key reused for another request"},
 	{advisory.ErrNotAcquired, http.StatusConflict, "conflict: resource busy, retry later"},
 	{advisory.ErrLockTimeout, http.StatusConflict, "conflict: resource busy, retry later"},
 	{ErrUnavailable, http.StatusServiceUnavailable, "service unavailable"},

@@ -1,0 +1,11 @@
+package idempotency_test
+
+import (
+	"testing"
+
+	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+)
+
+// TestMain lets pgtest stop the PostgreSQL servers that the integration
+// tests start.
+func TestMain(m *testing.M) { pgtest.Main(m) }

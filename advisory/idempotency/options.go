@@ -1,0 +1,98 @@
+package idempotency
+
+import (
+	"database/sql"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/pgadvisory/pgadvisory/advisory"
+)
+
+// DefaultTable is the processed-operations table that [Run], [Setup] and
+// [Purge] use when no [Table] option names another. It is created in the
+// first schema of the caller's search_path.
+const DefaultTable = "pgadvisory_idempotency"
+
+// DefaultNamespace is the first half of the lock key of every operation
+// when no [Namespace] option names another: operation k is locked on
+// advisory.NameKey(DefaultNamespace, k). It is one of the IDs that
+// package keyspace reserves for this library (keyspace.ReservedMinID + 3),
+// so no registered namespace can collide with it.
+const DefaultNamespace int32 = math.MinInt32 + 3
+
+// An Option changes how [Run], [Setup] and [Purge] work.
+type Option func(*options)
+
+// options holds what the Options of one call set.
+type options struct {
+	table     string
+	ns        int32
+	wait      time.Duration
+	txOptions *sql.TxOptions
+	noCreate  bool
+}
+
+// Table makes the call use the table name, "table" or "schema.table",
+// instead of [DefaultTable]. Each part must be an identifier of letters,
+// digits, underscores and dollar signs, not starting with a digit, of at
+// most 63 bytes; anything else is an error matching [ErrBadOption]. The
+// name is quoted as written, so "Ops" and "ops" are two tables; prefer
+// lower case.
+func Table(name string) Option { return func(o *options) { o.table = name } }
+
+// Namespace makes [Run] lock operation k on advisory.NameKey(id, k)
+// instead of advisory.NameKey([DefaultNamespace], k). Use it to give one
+// service's operations a namespace of its own, registered with package
+// keyspace.
+func Namespace(id int32) Option { return func(o *options) { o.ns = id } }
+
+// Wait makes [Run] wait up to d for an operation that another transaction
+// is running, instead of reporting [InProgress] at once. The server
+// enforces the bound (advisory.Timeout). When the other run commits within
+// d, Run reports [Done] with its result; when it rolls back, Run runs fn
+// itself; when d runs out, Run reports InProgress. Wait(0) keeps the
+// default, which does not wait. A d that is negative or longer than the
+// server's limit of math.MaxInt32 milliseconds is an error matching
+// [ErrBadOption].
+func Wait(d time.Duration) Option { return func(o *options) { o.wait = d } }
+
+// TxOptions sets the isolation level and read-only flag of the
+// transaction [Run] begins. nil keeps the database's defaults. READ
+// COMMITTED, PostgreSQL's default, is the level Run is designed for: see
+// the package documentation's Isolation section.
+func TxOptions(opts *sql.TxOptions) Option { return func(o *options) { o.txOptions = opts } }
+
+// NoCreate stops [Run] from creating the table when it is missing: a
+// missing table is then an error, as for a role without the CREATE
+// privilege, whose table a migration made with [Setup].
+func NoCreate() Option { return func(o *options) { o.noCreate = true } }
+
+// parse applies opts over the defaults and checks the result. It returns
+// the options and the quoted table name.
+func parse(opts []Option) (options, string, error) {
+	o := options{table: DefaultTable, ns: DefaultNamespace}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if o.wait < 0 || o.wait > math.MaxInt32*time.Millisecond {
+		return o, "", fmt.Errorf("%w: Wait(%v): want 0 to %d ms", ErrBadOption, o.wait, math.MaxInt32)
+	}
+	table, err := quoteTable(o.table)
+	return o, table, err
+}
+
+// lockOptions returns the options WithXactLock takes the operation's lock
+// with.
+func (o *options) lockOptions() []advisory.Option {
+	opts := []advisory.Option{advisory.Try()}
+	if o.wait > 0 {
+		opts[0] = advisory.Timeout(o.wait)
+	}
+	if o.txOptions != nil {
+		opts = append(opts, advisory.TxOptions(o.txOptions))
+	}
+	return opts
+}
