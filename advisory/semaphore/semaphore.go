@@ -3,6 +3,7 @@ package semaphore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"math"
@@ -127,12 +128,28 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*advisory.Lease, error) {
 	for i := range order {
 		order[i] = s.Slot((start + i) % s.n)
 	}
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("semaphore: %w", scope.Fail(ctx, "connect", s.base.String(), err))
-	}
+	var conn *sql.Conn
 	var o int
-	err = conn.QueryRowContext(ctx, tryQuery(order)).Scan(&o)
+	var err error
+	for try := 1; ; try++ {
+		if conn, err = s.db.Conn(ctx); err != nil {
+			return nil, fmt.Errorf("semaphore: %w", scope.Fail(ctx, "connect", s.base.String(), err))
+		}
+		err = conn.QueryRowContext(ctx, tryQuery(order)).Scan(&o)
+		if err == nil && ctx.Err() != nil {
+			// A driver can report success for a statement whose context
+			// expired as it ended, after it dropped the session.
+			err = ctx.Err()
+		}
+		// driver.ErrBadConn means the driver sent nothing: the pool
+		// handed over a session that had died while idle. Take another,
+		// as database/sql does for its own statements.
+		if !errors.Is(err, driver.ErrBadConn) || try == badConnTries || ctx.Err() != nil {
+			break
+		}
+		scope.Discard(conn)
+		_ = conn.Close()
+	}
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		_ = conn.Close() // the statement took nothing
@@ -179,6 +196,10 @@ func (s *Semaphore) Acquire(ctx context.Context) (*advisory.Lease, error) {
 		wait = min(2*wait, 32*s.o.recheck)
 	}
 }
+
+// badConnTries bounds how often a try takes a fresh connection when the
+// pool hands it a dead one.
+const badConnTries = 3
 
 // tryQuery renders the statement that tries the slots in order and takes
 // the first it can: no ORDER BY, so that the filter runs row by row and

@@ -212,7 +212,10 @@ func TestProof(t *testing.T) {
 						// pgx's dial may time out a moment before
 						// ctx's own timer fires: the error is then
 						// the dial's.
-						if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || !time.Now().Before(deadline) {
+						// Another worker may end this session while it
+						// starts its lease (see the termination below).
+						if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) || !time.Now().Before(deadline) ||
+							pgSQLState(err) == "57P01" {
 							cancelled.Add(1)
 							continue
 						}
@@ -232,7 +235,7 @@ func TestProof(t *testing.T) {
 					}
 					done.Add(1)
 					time.Sleep(time.Duration(rand.N(2000)) * time.Microsecond)
-					if rand.N(50) == 0 { // the holder's backend is terminated
+					if rand.N(50) == 0 && l.Err() == nil { // the holder's backend is terminated
 						inside.Add(-1) // before the slot can free
 						pid := holderPID(t, tg.DB, l.Key())
 						if _, err := tg.DB.Exec("SELECT pg_terminate_backend($1)", pid); err != nil {
@@ -251,7 +254,12 @@ func TestProof(t *testing.T) {
 					}
 					inside.Add(-1) // before the slot can free
 					freed[i].Store(time.Now().UnixNano())
-					if err := l.Release(ctx); err != nil {
+					// On a loaded machine a heartbeat can miss its
+					// deadline, and the lease gives itself up: safe, and
+					// reported as a loss. A slot that freed so may then go
+					// to another worker, which a termination above, meant
+					// for this one, can hit.
+					if err := l.Release(ctx); err != nil && !errors.Is(err, advisory.ErrLockLost) {
 						t.Errorf("Release: %v", err)
 					}
 				}
@@ -285,4 +293,13 @@ func TestProof(t *testing.T) {
 			wakes[len(wakes)/2].Round(10*time.Microsecond), wakes[len(wakes)*99/100].Round(10*time.Microsecond),
 			wakes[len(wakes)-1].Round(10*time.Microsecond))
 	})
+}
+
+// pgSQLState returns the SQLSTATE in err's tree, or "".
+func pgSQLState(err error) string {
+	var e interface{ SQLState() string }
+	if errors.As(err, &e) {
+		return e.SQLState()
+	}
+	return ""
 }
