@@ -256,35 +256,41 @@ func TestTakeoverOnTerminate(t *testing.T) {
 	})
 }
 
-// TestTakeoverOnRestart: the server restarts under five candidates; and
+// TestTakeoverOnRestartAndPause: the server restarts under five candidates; and
 // the server freezes, so the leader gives up its lease.
 func TestTakeoverOnRestartAndPause(t *testing.T) {
 	for _, s := range pgtest.StartServer(t) {
 		t.Run(s.Name, func(t *testing.T) {
 			t.Parallel()
-			db := s.Open(t, pgtest.DriverPGX)
-			e := newElection(t, db)
-			e.start(5, testOpts...)
-			e.takeovers("restart", runs(t, 2), func(lead) time.Time {
-				t0 := time.Now()
-				s.Restart(t)
-				t.Logf("restart took %v", time.Since(t0).Round(time.Millisecond))
-				return t0
-			})
-			e.takeovers("pause 1s (from unpause)", runs(t, 2), func(cur lead) time.Time {
-				p0 := time.Now()
-				unpause := s.Pause(t)
-				// The leader gives its lease up within two heartbeats.
-				for e.acting.Load() != 0 && time.Since(p0) < 10*time.Second {
-					time.Sleep(time.Millisecond)
-				}
-				t.Logf("pause: the leader stepped down after %v", time.Since(p0).Round(time.Millisecond))
-				time.Sleep(time.Second - time.Since(p0))
-				unpause()
-				return time.Now()
-			})
-			time.Sleep(500 * time.Millisecond)
-			e.check()
+			// One driver at a time: a restart or a pause hits everyone
+			// on the server.
+			for _, driver := range pgtest.Drivers {
+				t.Run(driver, func(t *testing.T) {
+					db := s.Open(t, driver)
+					e := newElection(t, db)
+					e.start(5, testOpts...)
+					e.takeovers("restart", runs(t, 2), func(lead) time.Time {
+						t0 := time.Now()
+						s.Restart(t)
+						t.Logf("restart took %v", time.Since(t0).Round(time.Millisecond))
+						return t0
+					})
+					e.takeovers("pause 1s (from unpause)", runs(t, 2), func(cur lead) time.Time {
+						p0 := time.Now()
+						unpause := s.Pause(t)
+						// The leader gives its lease up within two heartbeats.
+						for e.acting.Load() != 0 && time.Since(p0) < 10*time.Second {
+							time.Sleep(time.Millisecond)
+						}
+						t.Logf("pause: the leader stepped down after %v", time.Since(p0).Round(time.Millisecond))
+						time.Sleep(time.Second - time.Since(p0))
+						unpause()
+						return time.Now()
+					})
+					time.Sleep(500 * time.Millisecond)
+					e.check()
+				})
+			}
 		})
 	}
 }
