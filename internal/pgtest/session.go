@@ -106,7 +106,30 @@ func SetParam(u *url.URL, name, value string) {
 // closed at tb's cleanup.
 func OpenApp(tb testing.TB, tg Target, app string) *sql.DB {
 	tb.Helper()
-	return tg.Server.WithDSN(tb, func(u *url.URL) { SetParam(u, "application_name", app) }).Open(tb, tg.Driver)
+	return openParam(tb, tg, "application_name", app)
+}
+
+// OpenSetting opens a *sql.DB on tg's server and driver whose sessions
+// start with the setting name at value, as a role or database setting
+// would set it, such as statement_timeout at "200ms", and fails tb unless
+// SHOW name on one of them reports value as it was given. It is closed at
+// tb's cleanup.
+func OpenSetting(tb testing.TB, tg Target, name, value string) *sql.DB {
+	tb.Helper()
+	db := openParam(tb, tg, name, value)
+	var got string
+	if err := db.QueryRow("SHOW " + name).Scan(&got); err != nil || got != value {
+		tb.Fatalf("SHOW %s = %q, %v; want %q", name, got, err, value)
+	}
+	return db
+}
+
+// openParam opens a *sql.DB on tg's server and driver whose DSN carries
+// the connection parameter name at value. Both drivers pass a parameter
+// they do not know on to the server, which takes it as a setting.
+func openParam(tb testing.TB, tg Target, name, value string) *sql.DB {
+	tb.Helper()
+	return tg.Server.WithDSN(tb, func(u *url.URL) { SetParam(u, name, value) }).Open(tb, tg.Driver)
 }
 
 // NewDatabase creates a database of tb's own on tg's server, dropped at
@@ -133,6 +156,17 @@ func NewDatabase(tb testing.TB, tg Target, app string) Target {
 		SetParam(u, "application_name", app)
 	})
 	return Target{Server: srv, Driver: tg.Driver, DB: srv.Open(tb, tg.Driver)}
+}
+
+// AwaitIdle returns once db has no connection in use, and fails tb if
+// one still is after [PollTimeout]. A transaction that a call's context
+// ended is rolled back by database/sql in a goroutine of its own, so its
+// connection may come back to the pool a moment after the call returned.
+func AwaitIdle(tb testing.TB, db *sql.DB) {
+	tb.Helper()
+	if err := Poll(pollInterval, func() (bool, error) { return db.Stats().InUse == 0, nil }); err != nil {
+		tb.Fatalf("%d connections still in use: %v", db.Stats().InUse, err)
+	}
 }
 
 // locksOfPIDQuery reads the advisory locks that one backend holds or

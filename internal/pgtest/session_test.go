@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgadvisory/pgadvisory/internal/pgtest"
 )
@@ -82,6 +83,21 @@ func TestSessionHelpers(t *testing.T) {
 		}
 		pgtest.Exec(t, conn, "SELECT pg_advisory_unlock_all()")
 		pgtest.RequireNoLocks(t, tg.DB, pid)
+
+		st := pgtest.OpenSetting(t, tg, "statement_timeout", "200ms")
+		held, err := st.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		if err := held.QueryRowContext(ctx, "SHOW statement_timeout").Scan(&got); err != nil || got != "200ms" {
+			t.Errorf("statement_timeout = %q, %v; want 200ms", got, err)
+		}
+		go func() {
+			time.Sleep(20 * time.Millisecond)
+			held.Close()
+		}()
+		pgtest.AwaitIdle(t, st)
 
 		// WithDSN leaves tg's server alone.
 		dsn := tg.Server.DSN
