@@ -23,11 +23,11 @@ func TestDeadlockIntegration(t *testing.T) {
 
 		t.Run("Session", func(t *testing.T) {
 			k := [2]advisory.Key{keys.next(), keys.nextPair()}
-			conns := [2]*sql.Conn{pgConn(t, tg.DB), pgConn(t, tg.DB)}
+			conns := [2]*sql.Conn{pgtest.Conn(t, tg.DB), pgtest.Conn(t, tg.DB)}
 			var pids [2]int
 			for i, c := range conns {
-				pids[i] = pgPID(t, c)
-				pgExec(t, c, "SET deadlock_timeout = '50ms'")
+				pids[i] = pgtest.PID(t, c)
+				pgtest.Exec(t, c, "SET deadlock_timeout = '50ms'")
 				if err := advisory.Lock(ctx, c, k[i]); err != nil {
 					t.Fatal(err)
 				}
@@ -63,7 +63,7 @@ func TestDeadlockIntegration(t *testing.T) {
 			if err := advisory.UnlockKeys(ctx, conns[w], k[0], k[1]); err != nil {
 				t.Fatal(err)
 			}
-			pgExec(t, conns[w], "RESET deadlock_timeout")
+			pgtest.Exec(t, conns[w], "RESET deadlock_timeout")
 		})
 
 		t.Run("Xact", func(t *testing.T) {
@@ -76,8 +76,8 @@ func TestDeadlockIntegration(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer tx.Rollback()
-				txs[i], pids[i] = tx, pgPID(t, tx)
-				pgExec(t, tx, "SET LOCAL deadlock_timeout = '50ms'")
+				txs[i], pids[i] = tx, pgtest.PID(t, tx)
+				pgtest.Exec(t, tx, "SET LOCAL deadlock_timeout = '50ms'")
 				if err := advisory.XactLock(ctx, tx, k[i]); err != nil {
 					t.Fatal(err)
 				}
@@ -168,8 +168,8 @@ func TestLockTableFullIntegration(t *testing.T) {
 					// Why LockKeys must close the session: the same
 					// statement, sent by hand, fails partway and leaves
 					// the session holding the locks it took first.
-					conn := pgConn(t, db)
-					pid := pgPID(t, conn)
+					conn := pgtest.Conn(t, db)
+					pid := pgtest.PID(t, conn)
 					var b strings.Builder
 					b.WriteString("SELECT pg_advisory_lock(k) FROM (VALUES ")
 					for i, k := range keys {
@@ -198,8 +198,8 @@ func TestLockTableFullIntegration(t *testing.T) {
 				})
 
 				t.Run("LockKeys", func(t *testing.T) {
-					conn := pgConn(t, db)
-					pid := pgPID(t, conn)
+					conn := pgtest.Conn(t, db)
+					pid := pgtest.PID(t, conn)
 					err := advisory.LockKeys(ctx, conn, keys...)
 					checkLockTableFull(t, err)
 					// The statement failed partway, keeping the locks it
@@ -214,7 +214,7 @@ func TestLockTableFullIntegration(t *testing.T) {
 						t.Fatal(err)
 					}
 					defer tx.Rollback()
-					pid := pgPID(t, tx)
+					pid := pgtest.PID(t, tx)
 					checkLockTableFull(t, advisory.XactLockKeys(ctx, tx, keys...))
 					if err := tx.Rollback(); err != nil {
 						t.Fatal(err)
@@ -223,7 +223,7 @@ func TestLockTableFullIntegration(t *testing.T) {
 				})
 
 				// The server recovers: a few keys lock fine.
-				conn := pgConn(t, db)
+				conn := pgtest.Conn(t, db)
 				if err := advisory.LockKeys(ctx, conn, keys[:10]...); err != nil {
 					t.Fatalf("LockKeys of 10 keys after the overflow: %v", err)
 				}
@@ -258,8 +258,8 @@ func TestBadInputIntegration(t *testing.T) {
 		// db is never used for real: a bad call must fail before it takes
 		// a connection.
 		db := tg.Server.Open(t, tg.Driver)
-		conn := pgConn(t, tg.DB)
-		pid := pgPID(t, conn)
+		conn := pgtest.Conn(t, tg.DB)
+		pid := pgtest.PID(t, conn)
 		tx, err := tg.DB.BeginTx(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -341,7 +341,7 @@ func TestBadInputIntegration(t *testing.T) {
 		if n := db.Stats().OpenConnections; n != 0 {
 			t.Errorf("bad calls opened %d connections on db", n)
 		}
-		if got := pgPID(t, conn); got != pid {
+		if got := pgtest.PID(t, conn); got != pid {
 			t.Errorf("conn's session changed from %d to %d", pid, got)
 		}
 		pgRequireNoLocks(t, tg.DB, pid)

@@ -100,7 +100,7 @@ func (r *raceRun) prepare() (waiter *sql.Conn, pid int, err error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	pid, err = pgBackendPID(context.Background(), waiter)
+	pid, err = pgtest.BackendPID(context.Background(), waiter)
 	if err != nil {
 		waiter.Close()
 		return nil, 0, err
@@ -199,8 +199,8 @@ const raceWorkers = 4
 // app holds an advisory lock.
 func runRaces(t *testing.T, tg pgtest.Target, one func(r *raceRun, rnd *mrand.Rand) error) {
 	t.Helper()
-	app := pgAppName()
-	db := pgOpenApp(t, tg, app)
+	app := pgtest.UniqueName("advisory-")
+	db := pgtest.OpenApp(t, tg, app)
 	seed := mrand.Uint64()
 	t.Logf("seed %d, application_name %s", seed, app)
 	keys := newPGKeys()
@@ -245,7 +245,7 @@ func runRaces(t *testing.T, tg pgtest.Target, one func(r *raceRun, rnd *mrand.Ra
 func pgRequireNoAppLocks(t *testing.T, obs *sql.DB, app string) {
 	t.Helper()
 	var last []pgLock
-	err := pgPoll(5*time.Millisecond, func() (bool, error) {
+	err := pgtest.Poll(5*time.Millisecond, func() (bool, error) {
 		locks, err := pgQueryLocksOfApp(context.Background(), obs, app)
 		last = locks
 		return len(locks) == 0, err

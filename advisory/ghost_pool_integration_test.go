@@ -160,7 +160,7 @@ func (h *hygieneRun) hygieneCtx() (ctx context.Context, cancel context.CancelFun
 // then runs a query that a cancelInFn run interrupts (the query, not the
 // guarded section, so that a session that dies with it, releasing the lock
 // server-side, is not mistaken for two holders).
-func (h *hygieneRun) critical(ctx context.Context, q pgQuerier, cancel context.CancelFunc, g *rwGuard) (wait func(), err error) {
+func (h *hygieneRun) critical(ctx context.Context, q pgtest.Querier, cancel context.CancelFunc, g *rwGuard) (wait func(), err error) {
 	_, xact := q.(*sql.Tx)
 	holder := g.enter(ctx, h.i, h.shared, xact, h.desc)
 	time.Sleep(time.Duration(h.delay / 10))
@@ -196,8 +196,8 @@ const (
 // application_name app, hygieneWorkers at a time, each made by one.
 func runHygiene(t *testing.T, tg pgtest.Target, one func(db *sql.DB, h *hygieneRun, g *rwGuard) error) (db *sql.DB, app string, keys []advisory.Key) {
 	t.Helper()
-	app = pgAppName()
-	db = pgOpenApp(t, tg, app)
+	app = pgtest.UniqueName("advisory-")
+	db = pgtest.OpenApp(t, tg, app)
 	db.SetMaxOpenConns(hygieneConns)
 	gen := newPGKeys()
 	keys = []advisory.Key{gen.next(), gen.nextPair(), gen.next()}

@@ -189,14 +189,14 @@ func TestNameKeyIntegration(t *testing.T) {
 		ctx := context.Background()
 		ns := newPGKeys().hi
 		names := []string{"", "a", "orders", "héllo", "日本語 🙂", strings.Repeat("long name ", 100)}
-		conn, other := pgConn(t, tg.DB), pgConn(t, tg.DB)
-		pid := pgPID(t, conn)
+		conn, other := pgtest.Conn(t, tg.DB), pgtest.Conn(t, tg.DB)
+		pid := pgtest.PID(t, conn)
 		for _, name := range names {
 			if !utf8.ValidString(name) {
 				t.Fatalf("bad test name %q", name)
 			}
 			// Hand-written SQL takes the lock with the server's hash...
-			pgExec(t, conn, "SELECT pg_advisory_lock($1::int, hashtext($2))", ns, name)
+			pgtest.Exec(t, conn, "SELECT pg_advisory_lock($1::int, hashtext($2))", ns, name)
 			key := advisory.NameKey(ns, name)
 			// ...and it is the key NameKey computes: pg_locks shows it, a
 			// try on it conflicts, and Unlock of it releases it.

@@ -31,12 +31,12 @@ func TestLeaseChaosIntegration(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		// Not parallel: 32 leases hold 32 sessions of the shared server.
 		ctx := context.Background()
-		app := pgAppName()
-		db := pgOpenApp(t, tg, app) // the leases, whose backends the chaos terminates
-		obs := tg.DB                // the store and the observer
+		app := pgtest.UniqueName("advisory-")
+		db := pgtest.OpenApp(t, tg, app) // the leases, whose backends the chaos terminates
+		obs := tg.DB                     // the store and the observer
 		table := "lease_chaos_" + app[len("advisory-"):]
-		pgExec(t, obs, "CREATE TABLE "+table+" (key bigint PRIMARY KEY, token bigint NOT NULL)")
-		pgExec(t, obs, "CREATE TABLE "+table+"_log (seq bigserial PRIMARY KEY, key bigint NOT NULL, token bigint NOT NULL)")
+		pgtest.Exec(t, obs, "CREATE TABLE "+table+" (key bigint PRIMARY KEY, token bigint NOT NULL)")
+		pgtest.Exec(t, obs, "CREATE TABLE "+table+"_log (seq bigserial PRIMARY KEY, key bigint NOT NULL, token bigint NOT NULL)")
 		t.Cleanup(func() {
 			_, _ = obs.ExecContext(context.Background(), "DROP TABLE "+table+", "+table+"_log")
 		})
@@ -44,7 +44,7 @@ func TestLeaseChaosIntegration(t *testing.T) {
 		var ks []advisory.Key
 		for i := range chaosKeys {
 			ks = append(ks, keys.next())
-			pgExec(t, obs, "INSERT INTO "+table+" VALUES ($1, 0)", i)
+			pgtest.Exec(t, obs, "INSERT INTO "+table+" VALUES ($1, 0)", i)
 		}
 		// write is the protected work: accepted only with a token above
 		// the last accepted one, and logged in the same statement.
@@ -137,7 +137,7 @@ func TestLeaseChaosIntegration(t *testing.T) {
 			if err != nil {
 				continue // none holds a lease at the moment
 			}
-			pgExec(t, obs, "SELECT pg_terminate_backend($1)", pid)
+			pgtest.Exec(t, obs, "SELECT pg_terminate_backend($1)", pid)
 			terminated++
 		}
 		wg.Wait()
@@ -170,7 +170,7 @@ func TestLeaseChaosIntegration(t *testing.T) {
 			t.Errorf("%d writes accepted, %d logged", accepted, logged)
 		}
 		for _, k := range ks {
-			pgAwaitFree(t, obs, k)
+			pgtest.AwaitFree(t, obs, k)
 		}
 		if accepted == 0 || terminated == 0 {
 			t.Errorf("nothing to prove: %d writes accepted, %d backends terminated", accepted, terminated)

@@ -42,7 +42,7 @@ func TestLeaseIntegration(t *testing.T) {
 			if l.Key() != key || l.Err() != nil || l.Token() != 0 {
 				t.Fatalf("Key %v, Err %v, Token %d", l.Key(), l.Err(), l.Token())
 			}
-			other := pgConn(t, tg.DB)
+			other := pgtest.Conn(t, tg.DB)
 			if ok, err := advisory.TryLock(ctx, other, key); ok || err != nil {
 				t.Fatalf("TryLock while leased = %v, %v", ok, err)
 			}
@@ -71,7 +71,7 @@ func TestLeaseIntegration(t *testing.T) {
 
 		t.Run("TryBusy", func(t *testing.T) {
 			key := keys.next()
-			holder := pgConn(t, tg.DB)
+			holder := pgtest.Conn(t, tg.DB)
 			if err := advisory.Lock(ctx, holder, key); err != nil {
 				t.Fatal(err)
 			}
@@ -122,7 +122,7 @@ func TestLeaseIntegration(t *testing.T) {
 
 		t.Run("Watch", func(t *testing.T) {
 			key := keys.next()
-			conn := pgConn(t, tg.DB)
+			conn := pgtest.Conn(t, tg.DB)
 			if err := advisory.Lock(ctx, conn, key); err != nil {
 				t.Fatal(err)
 			}
@@ -136,9 +136,9 @@ func TestLeaseIntegration(t *testing.T) {
 			if err := l.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
-			pgAwaitFree(t, tg.DB, key)
+			pgtest.AwaitFree(t, tg.DB, key)
 			// A lock conn does not hold is refused, and conn discarded.
-			conn2 := pgConn(t, tg.DB)
+			conn2 := pgtest.Conn(t, tg.DB)
 			if _, err := advisory.Watch(ctx, conn2, keys.next()); err == nil {
 				t.Fatal("Watch of a lock not held succeeded")
 			}
@@ -154,7 +154,7 @@ func TestLeaseIntegration(t *testing.T) {
 			}
 			pid := pgLeasePID(t, tg.DB, key)
 			start := time.Now()
-			pgExec(t, tg.DB, "SELECT pg_terminate_backend($1)", pid)
+			pgtest.Exec(t, tg.DB, "SELECT pg_terminate_backend($1)", pid)
 			select {
 			case <-l.Done():
 			case <-time.After(2*hb + 10*time.Second): // the bound, and a generous margin
@@ -171,13 +171,13 @@ func TestLeaseIntegration(t *testing.T) {
 				t.Errorf("observed %d acquisitions and losses %+v; want one of each, with a cause", len(rec.acquires), rec.losses)
 			}
 			rec.mu.Unlock()
-			pgAwaitFree(t, tg.DB, key)
+			pgtest.AwaitFree(t, tg.DB, key)
 		})
 
 		t.Run("ScopeHeartbeatCancelsFn", func(t *testing.T) {
 			key := keys.next()
 			err := advisory.WithSessionLock(ctx, tg.DB, key, func(ctx context.Context, conn *sql.Conn) error {
-				pgExec(t, tg.DB, "SELECT pg_terminate_backend($1)", pgPID(t, conn))
+				pgtest.Exec(t, tg.DB, "SELECT pg_terminate_backend($1)", pgtest.PID(t, conn))
 				select {
 				case <-ctx.Done():
 					return nil // fn stops and reports nothing wrong

@@ -141,10 +141,10 @@ func TestLeaseLossTerminateIntegration(t *testing.T) {
 			pid := pgLeasePID(t, tg.DB, key)
 			randomPhase(lossHeartbeat)
 			event := time.Now()
-			pgExec(t, tg.DB, "SELECT pg_terminate_backend($1)", pid)
+			pgtest.Exec(t, tg.DB, "SELECT pg_terminate_backend($1)", pid)
 			got.add(awaitLost(t, l, doneAt, event, lossHeartbeat))
 			releaseLost(t, l)
-			pgAwaitFree(t, tg.DB, key)
+			pgtest.AwaitFree(t, tg.DB, key)
 		}
 		got.log(t, "pg_terminate_backend")
 	})
@@ -234,7 +234,7 @@ func TestLeaseLossRestartPauseIntegration(t *testing.T) {
 					// once it answers, and discards the session.
 					for _, l := range ls {
 						releaseLost(t, l)
-						pgAwaitFree(t, dbs[pgtest.DriverPQ], l.Key())
+						pgtest.AwaitFree(t, dbs[pgtest.DriverPQ], l.Key())
 					}
 				}
 				for _, d := range pgtest.Drivers {

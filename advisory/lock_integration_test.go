@@ -35,8 +35,8 @@ func TestKeySpacesIntegration(t *testing.T) {
 			t.Run(tt.name, func(t *testing.T) {
 				pair := advisory.PairKey(tt.a, tt.b)
 				big := advisory.Int64Key(int64(tt.a)<<32 | int64(uint32(tt.b)))
-				connA, connB, connC := pgConn(t, tg.DB), pgConn(t, tg.DB), pgConn(t, tg.DB)
-				pidA, pidB := pgPID(t, connA), pgPID(t, connB)
+				connA, connB, connC := pgtest.Conn(t, tg.DB), pgtest.Conn(t, tg.DB), pgtest.Conn(t, tg.DB)
+				pidA, pidB := pgtest.PID(t, connA), pgtest.PID(t, connB)
 
 				if err := advisory.Lock(ctx, connA, pair); err != nil {
 					t.Fatalf("Lock(%s): %v", pair, err)
@@ -101,8 +101,8 @@ func TestStackingIntegration(t *testing.T) {
 				if tt.shared {
 					lock, unlock = advisory.LockShared, advisory.UnlockShared
 				}
-				conn, other := pgConn(t, tg.DB), pgConn(t, tg.DB)
-				pid := pgPID(t, conn)
+				conn, other := pgtest.Conn(t, tg.DB), pgtest.Conn(t, tg.DB)
+				pid := pgtest.PID(t, conn)
 
 				for i := range 2 {
 					if err := lock(ctx, conn, tt.key); err != nil {
@@ -157,8 +157,8 @@ func TestNotHeldIntegration(t *testing.T) {
 				{"UnlockKeys", func(ctx context.Context, c *sql.Conn, k advisory.Key) error { return advisory.UnlockKeys(ctx, c, k) }},
 			} {
 				t.Run(unlock.name, func(t *testing.T) {
-					conn := pgConn(t, tg.DB)
-					pid := pgPID(t, conn)
+					conn := pgtest.Conn(t, tg.DB)
+					pid := pgtest.PID(t, conn)
 					err := unlock.f(ctx, conn, keys.next())
 					if !errors.Is(err, advisory.ErrNotHeld) {
 						t.Fatalf("%s of a key never locked = %v; want ErrNotHeld", unlock.name, err)
@@ -174,8 +174,8 @@ func TestNotHeldIntegration(t *testing.T) {
 			// server says false, and the session, with its exclusive
 			// lock, is closed.
 			k := keys.next()
-			conn := pgConn(t, tg.DB)
-			pid := pgPID(t, conn)
+			conn := pgtest.Conn(t, tg.DB)
+			pid := pgtest.PID(t, conn)
 			if err := advisory.Lock(ctx, conn, k); err != nil {
 				t.Fatal(err)
 			}
@@ -191,8 +191,8 @@ func TestNotHeldIntegration(t *testing.T) {
 			// One key held, one not: the held one is released with the
 			// session, which is closed.
 			held, notHeld := keys.next(), keys.nextPair()
-			conn := pgConn(t, tg.DB)
-			pid := pgPID(t, conn)
+			conn := pgtest.Conn(t, tg.DB)
+			pid := pgtest.PID(t, conn)
 			if err := advisory.Lock(ctx, conn, held); err != nil {
 				t.Fatal(err)
 			}
@@ -207,12 +207,12 @@ func TestNotHeldIntegration(t *testing.T) {
 
 		t.Run("UnlockAllHoldsNothing", func(t *testing.T) {
 			// UnlockAll of nothing is not an error: it reports nothing.
-			conn := pgConn(t, tg.DB)
-			pid := pgPID(t, conn)
+			conn := pgtest.Conn(t, tg.DB)
+			pid := pgtest.PID(t, conn)
 			if err := advisory.UnlockAll(ctx, conn); err != nil {
 				t.Fatalf("UnlockAll with nothing held: %v", err)
 			}
-			if got := pgPID(t, conn); got != pid {
+			if got := pgtest.PID(t, conn); got != pid {
 				t.Fatalf("session changed from %d to %d", pid, got)
 			}
 		})
@@ -225,8 +225,8 @@ func TestUnlockAllIntegration(t *testing.T) {
 		ctx := context.Background()
 		keys := newPGKeys()
 		a, b, c := keys.next(), keys.nextPair(), keys.next()
-		conn := pgConn(t, tg.DB)
-		pid := pgPID(t, conn)
+		conn := pgtest.Conn(t, tg.DB)
+		pid := pgtest.PID(t, conn)
 		for _, step := range []func() error{
 			func() error { return advisory.Lock(ctx, conn, a) },
 			func() error { return advisory.Lock(ctx, conn, a) },
@@ -244,7 +244,7 @@ func TestUnlockAllIntegration(t *testing.T) {
 			t.Fatal(err)
 		}
 		pgRequireNoLocks(t, tg.DB, pid)
-		if got := pgPID(t, conn); got != pid {
+		if got := pgtest.PID(t, conn); got != pid {
 			t.Fatalf("UnlockAll changed the session from %d to %d", pid, got)
 		}
 	})
@@ -256,11 +256,11 @@ func TestTryContentionIntegration(t *testing.T) {
 		ctx := context.Background()
 		keys := newPGKeys()
 		k := keys.next()
-		holder := pgConn(t, tg.DB)
+		holder := pgtest.Conn(t, tg.DB)
 		if err := advisory.Lock(ctx, holder, k); err != nil {
 			t.Fatal(err)
 		}
-		holderPID := pgPID(t, holder)
+		holderPID := pgtest.PID(t, holder)
 
 		t.Run("Session", func(t *testing.T) {
 			for _, try := range []struct {
@@ -271,15 +271,15 @@ func TestTryContentionIntegration(t *testing.T) {
 				{"TryLockShared", advisory.TryLockShared},
 			} {
 				t.Run(try.name, func(t *testing.T) {
-					conn := pgConn(t, tg.DB)
-					pid := pgPID(t, conn)
+					conn := pgtest.Conn(t, tg.DB)
+					pid := pgtest.PID(t, conn)
 					ok, err := try.f(ctx, conn, k)
 					if err != nil || ok {
 						t.Fatalf("%s on a key held exclusively elsewhere = %v, %v; want false, nil", try.name, ok, err)
 					}
 					// Nothing was in doubt: the session is kept, holding
 					// nothing, and the key is still the holder's alone.
-					if got := pgPID(t, conn); got != pid {
+					if got := pgtest.PID(t, conn); got != pid {
 						t.Fatalf("session changed from %d to %d", pid, got)
 					}
 					pgRequireNoLocks(t, tg.DB, pid)
@@ -304,14 +304,14 @@ func TestTryContentionIntegration(t *testing.T) {
 						t.Fatal(err)
 					}
 					defer tx.Rollback()
-					pid := pgPID(t, tx)
+					pid := pgtest.PID(t, tx)
 					ok, err := try.f(ctx, tx, k)
 					if err != nil || ok {
 						t.Fatalf("%s on a key held exclusively elsewhere = %v, %v; want false, nil", try.name, ok, err)
 					}
 					// The transaction is still usable and holds nothing.
 					pgRequireNoLocks(t, tg.DB, pid)
-					if got := pgPID(t, tx); got != pid {
+					if got := pgtest.PID(t, tx); got != pid {
 						t.Fatalf("session changed from %d to %d", pid, got)
 					}
 					if err := tx.Commit(); err != nil {
@@ -335,8 +335,8 @@ func TestSharedExclusiveIntegration(t *testing.T) {
 
 		t.Run("SharedCoexist", func(t *testing.T) {
 			k := keys.next()
-			a, b, c := pgConn(t, tg.DB), pgConn(t, tg.DB), pgConn(t, tg.DB)
-			pidA, pidB := pgPID(t, a), pgPID(t, b)
+			a, b, c := pgtest.Conn(t, tg.DB), pgtest.Conn(t, tg.DB), pgtest.Conn(t, tg.DB)
+			pidA, pidB := pgtest.PID(t, a), pgtest.PID(t, b)
 			if err := advisory.LockShared(ctx, a, k); err != nil {
 				t.Fatal(err)
 			}
@@ -364,7 +364,7 @@ func TestSharedExclusiveIntegration(t *testing.T) {
 			if err := advisory.XactLockShared(ctx, tx, k); err != nil {
 				t.Fatalf("XactLockShared beside shared locks: %v", err)
 			}
-			txPID := pgPID(t, tx)
+			txPID := pgtest.PID(t, tx)
 			pgRequireHolds(t, tg.DB, txPID, k, true)
 			if err := tx.Commit(); err != nil {
 				t.Fatal(err)
@@ -390,7 +390,7 @@ func TestSharedExclusiveIntegration(t *testing.T) {
 
 		t.Run("ExclusiveExcludesShared", func(t *testing.T) {
 			k := keys.nextPair()
-			a, b := pgConn(t, tg.DB), pgConn(t, tg.DB)
+			a, b := pgtest.Conn(t, tg.DB), pgtest.Conn(t, tg.DB)
 			if err := advisory.Lock(ctx, a, k); err != nil {
 				t.Fatal(err)
 			}
@@ -422,8 +422,8 @@ func TestSharedExclusiveIntegration(t *testing.T) {
 			// A blocking shared lock waits for the exclusive holder and
 			// is granted once it unlocks.
 			k := keys.next()
-			a, b := pgConn(t, tg.DB), pgConn(t, tg.DB)
-			pidB := pgPID(t, b)
+			a, b := pgtest.Conn(t, tg.DB), pgtest.Conn(t, tg.DB)
+			pidB := pgtest.PID(t, b)
 			if err := advisory.Lock(ctx, a, k); err != nil {
 				t.Fatal(err)
 			}
@@ -465,10 +465,10 @@ func TestLockKeysNoDeadlockIntegration(t *testing.T) {
 			},
 			setup: func(t *testing.T, db *sql.DB) func(int, []advisory.Key, *atomic.Int32) error {
 				ctx := context.Background()
-				conns := [2]*sql.Conn{pgConn(t, db), pgConn(t, db)}
+				conns := [2]*sql.Conn{pgtest.Conn(t, db), pgtest.Conn(t, db)}
 				for _, c := range conns {
 					// A deadlock, if there were one, is found at once.
-					pgExec(t, c, "SET deadlock_timeout = '50ms'")
+					pgtest.Exec(t, c, "SET deadlock_timeout = '50ms'")
 				}
 				return func(i int, keys []advisory.Key, inside *atomic.Int32) error {
 					if err := advisory.LockKeys(ctx, conns[i], keys...); err != nil {
@@ -577,8 +577,8 @@ func TestLockKeysManyIntegration(t *testing.T) {
 		}
 
 		t.Run("Session", func(t *testing.T) {
-			conn := pgConn(t, tg.DB)
-			pid := pgPID(t, conn)
+			conn := pgtest.Conn(t, tg.DB)
+			pid := pgtest.PID(t, conn)
 			if err := advisory.LockKeys(ctx, conn, keys...); err != nil {
 				t.Fatalf("LockKeys of %d keys: %s", len(keys), pgErrTail(err))
 			}
@@ -597,7 +597,7 @@ func TestLockKeysManyIntegration(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tx.Rollback()
-			pid := pgPID(t, tx)
+			pid := pgtest.PID(t, tx)
 			if err := advisory.XactLockKeys(ctx, tx, keys...); err != nil {
 				t.Fatalf("XactLockKeys of %d keys: %s", len(keys), pgErrTail(err))
 			}

@@ -2,14 +2,11 @@ package advisory_test
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
 	"database/sql/driver"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
-	"net/url"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,10 +23,6 @@ import (
 // and pgx with a context watcher that sends a cancel request and keeps the
 // session.
 var pgAllDrivers = []string{pgtest.DriverPQ, pgtest.DriverPGX, pgtest.DriverPGXCancel}
-
-// pgPollTimeout bounds every wait for the server to show a state: a
-// session that starts waiting, or one that ends.
-const pgPollTimeout = 15 * time.Second
 
 // pgDeadlineWait is the timeout of a context meant to end while a call
 // waits for a lock. It is generous, so that even on a loaded machine the
@@ -215,27 +208,11 @@ func pgRequireFree(t *testing.T, db *sql.DB, key advisory.Key) {
 	}
 }
 
-// pgPoll calls cond every interval until it reports true, fails, or
-// pgPollTimeout passes.
-func pgPoll(interval time.Duration, cond func() (bool, error)) error {
-	deadline := time.Now().Add(pgPollTimeout)
-	for {
-		ok, err := cond()
-		if err != nil || ok {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("still not so after %v", pgPollTimeout)
-		}
-		time.Sleep(interval)
-	}
-}
-
 // pgAwaitWaiting returns once backend pid waits for key, or with an error
 // if done receives first (the call that should wait returned) or the wait
 // does not show.
 func pgAwaitWaiting(db *sql.DB, pid int, key advisory.Key, done <-chan struct{}) error {
-	err := pgPoll(200*time.Microsecond, func() (bool, error) {
+	err := pgtest.Poll(200*time.Microsecond, func() (bool, error) {
 		select {
 		case <-done:
 			return false, errors.New("the call returned instead of waiting")
@@ -316,25 +293,14 @@ func pgEndWhileWaiting(t *testing.T, obs *sql.DB, pid int, key advisory.Key, wan
 	return false, err
 }
 
-// pgAwaitFree returns once no session holds or waits for key, and fails t
-// if that does not happen within pgPollTimeout.
-func pgAwaitFree(t *testing.T, db *sql.DB, key advisory.Key) {
-	t.Helper()
-	err := pgPoll(5*time.Millisecond, func() (bool, error) {
-		locks, err := pgQueryLocksOfKey(context.Background(), db, key)
-		return len(locks) == 0, err
-	})
-	if err != nil {
-		t.Fatalf("key %s did not become free: %v (pg_locks shows %v)", key, err, pgLocksOfKey(t, db, key))
-	}
-}
-
 // pgAwaitGone returns once backend pid has ended, and fails if it has not
-// ended within pgPollTimeout. A session ends after it released its locks,
-// so a pid that is gone holds nothing.
+// ended within pgtest.PollTimeout. A session ends after it released its
+// locks, so a pid that is gone holds nothing. Unlike pgtest.AwaitGone it
+// needs no testing.TB, so a goroutine other than the test's may call it,
+// and its error names the advisory locks, keys and all, that pid still has.
 func pgAwaitGone(db *sql.DB, pid int) error {
 	var last error
-	err := pgPoll(2*time.Millisecond, func() (bool, error) {
+	err := pgtest.Poll(2*time.Millisecond, func() (bool, error) {
 		var n int
 		// A query can fail while the session ends, as when it held so
 		// many locks that the table was full: try again.
@@ -361,58 +327,8 @@ func pgWaitGone(t *testing.T, db *sql.DB, pid int) {
 	pgRequireNoLocks(t, db, pid)
 }
 
-// pgQuerier is what *sql.DB, *sql.Conn and *sql.Tx have in common.
-type pgQuerier interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-var (
-	_ pgQuerier = (*sql.DB)(nil)
-	_ pgQuerier = (*sql.Conn)(nil)
-	_ pgQuerier = (*sql.Tx)(nil)
-)
-
-// pgBackendPID returns the pid of the session behind q.
-func pgBackendPID(ctx context.Context, q pgQuerier) (int, error) {
-	var pid int
-	if err := q.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
-		return 0, fmt.Errorf("pg_backend_pid: %w", err)
-	}
-	return pid, nil
-}
-
-// pgPID is pgBackendPID for the test goroutine.
-func pgPID(t *testing.T, q pgQuerier) int {
-	t.Helper()
-	pid, err := pgBackendPID(context.Background(), q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pid
-}
-
-// pgConn takes a dedicated connection from db, closed at t's cleanup.
-func pgConn(t *testing.T, db *sql.DB) *sql.Conn {
-	t.Helper()
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
-}
-
-// pgExec runs a statement and fails t on error.
-func pgExec(t *testing.T, q pgQuerier, stmt string, args ...any) {
-	t.Helper()
-	if _, err := q.ExecContext(context.Background(), stmt, args...); err != nil {
-		t.Fatalf("%s: %v", stmt, err)
-	}
-}
-
 // pgShow returns the value of a setting as the session behind q sees it.
-func pgShow(t *testing.T, q pgQuerier, name string) string {
+func pgShow(t *testing.T, q pgtest.Querier, name string) string {
 	t.Helper()
 	var v string
 	if err := q.QueryRowContext(context.Background(), "SHOW "+name).Scan(&v); err != nil {
@@ -434,30 +350,6 @@ func pgRequireDiscarded(t *testing.T, conn *sql.Conn) {
 // the pool, as advisory does when a session's locks are in doubt.
 func pgDiscard(conn *sql.Conn) {
 	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-}
-
-// pgAppName returns an application_name that no other test uses.
-func pgAppName() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return "advisory-" + hex.EncodeToString(b)
-}
-
-// pgOpenApp opens a *sql.DB on tg's server and driver whose sessions carry
-// application_name app, so that pg_stat_activity tells them apart. It is
-// closed at t's cleanup.
-func pgOpenApp(t *testing.T, tg pgtest.Target, app string) *sql.DB {
-	t.Helper()
-	u, err := url.Parse(tg.Server.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("application_name", app)
-	u.RawQuery = q.Encode()
-	srv := *tg.Server
-	srv.DSN = u.String()
-	return srv.Open(t, tg.Driver)
 }
 
 // pgOpenOne opens a *sql.DB on tg's server and driver with at most one

@@ -33,15 +33,15 @@ func TestCancelledWaitEndsOnServerIntegration(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
 		keys := newPGKeys()
-		holder := pgConn(t, tg.DB)
+		holder := pgtest.Conn(t, tg.DB)
 		var took []time.Duration
 		for i := range cancelledWaits {
 			k := keys.next()
 			if err := advisory.Lock(ctx, holder, k); err != nil {
 				t.Fatalf("wait %d: holder: Lock(%s): %v", i, k, err)
 			}
-			waiter := pgConn(t, tg.DB)
-			pid := pgPID(t, waiter)
+			waiter := pgtest.Conn(t, tg.DB)
+			pid := pgtest.PID(t, waiter)
 			_, err := pgEndWhileWaiting(t, tg.DB, pid, k, context.Canceled, func(wctx context.Context) error {
 				return advisory.Lock(wctx, waiter, k)
 			})
@@ -68,7 +68,7 @@ func TestCancelledWaitEndsOnServerIntegration(t *testing.T) {
 				t.Fatalf("wait %d: %v after the cancel, the server still waits for %s: %v", i, cancelledWaitBound, k, still)
 			}
 			took = append(took, time.Since(cancelled))
-			pgRequireHolds(t, tg.DB, pgPID(t, holder), k, false)
+			pgRequireHolds(t, tg.DB, pgtest.PID(t, holder), k, false)
 			if err := advisory.Unlock(ctx, holder, k); err != nil {
 				t.Fatalf("wait %d: holder: Unlock(%s): %v", i, k, err)
 			}

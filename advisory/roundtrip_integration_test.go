@@ -27,10 +27,10 @@ func TestRoundTripsIntegration(t *testing.T) {
 		srv.DSN = p.DSN()
 		db := srv.Open(t, tg.Driver)
 		db.SetMaxOpenConns(1)
-		conn := pgConn(t, db)
+		conn := pgtest.Conn(t, db)
 		// Warm up: the connection exists, and a lock and an unlock have
 		// run on it.
-		pgPID(t, conn)
+		pgtest.PID(t, conn)
 		warm := keys.next()
 		if err := advisory.Lock(ctx, conn, warm); err != nil {
 			t.Fatal(err)
@@ -41,7 +41,7 @@ func TestRoundTripsIntegration(t *testing.T) {
 
 		// A second session holds busy, so that tries can fail.
 		busy := keys.next()
-		holder := pgConn(t, tg.DB)
+		holder := pgtest.Conn(t, tg.DB)
 		if err := advisory.Lock(ctx, holder, busy); err != nil {
 			t.Fatal(err)
 		}

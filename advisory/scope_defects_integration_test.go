@@ -26,7 +26,7 @@ var sessionScopeKinds = []struct {
 		return advisory.WithSessionLock(ctx, db, key, fn)
 	}},
 	{"Conn", func(ctx context.Context, t *testing.T, db *sql.DB, key advisory.Key, fn func(context.Context, *sql.Conn) error) error {
-		conn := pgConn(t, db)
+		conn := pgtest.Conn(t, db)
 		return advisory.WithSessionLockConn(ctx, conn, key, fn)
 	}},
 }
@@ -35,8 +35,8 @@ var sessionScopeKinds = []struct {
 // key, so that the scope whose session pid was has lost its lock for sure.
 func pgTakeOver(t *testing.T, obs *sql.DB, other *sql.Conn, pid int, key advisory.Key) {
 	t.Helper()
-	pgExec(t, obs, "SELECT pg_terminate_backend($1)", pid)
-	err := pgPoll(2*time.Millisecond, func() (bool, error) {
+	pgtest.Exec(t, obs, "SELECT pg_terminate_backend($1)", pid)
+	err := pgtest.Poll(2*time.Millisecond, func() (bool, error) {
 		return advisory.TryLock(context.Background(), other, key)
 	})
 	if err != nil {
@@ -65,10 +65,10 @@ func TestSessionScopeLockLostIntegration(t *testing.T) {
 						ctx, cancel = context.WithTimeout(ctx, 800*time.Millisecond)
 						defer cancel()
 					}
-					other := pgConn(t, tg.DB)
+					other := pgtest.Conn(t, tg.DB)
 					defer func() { _ = advisory.UnlockAll(context.Background(), other) }()
 					err := kind.run(ctx, t, tg.DB, key, func(fnCtx context.Context, conn *sql.Conn) error {
-						pgTakeOver(t, tg.DB, other, pgPID(t, conn), key)
+						pgTakeOver(t, tg.DB, other, pgtest.PID(t, conn), key)
 						if deadline {
 							<-fnCtx.Done() // sleep past the deadline
 						}
@@ -140,13 +140,13 @@ func TestSessionScopeTxLeftOpenIntegration(t *testing.T) {
 					if tc.wantFnErr && !errors.Is(err, errDiv) {
 						t.Errorf("got %v; want it to match fn's error too", err)
 					}
-					pgAwaitFree(t, tg.DB, key)
+					pgtest.AwaitFree(t, tg.DB, key)
 					if tx != nil {
 						_ = tx.Rollback()
 					}
 					// Once the transaction has ended, the connection is
 					// freed, and the pool's one slot serves again.
-					ctx, cancel := context.WithTimeout(context.Background(), pgPollTimeout)
+					ctx, cancel := context.WithTimeout(context.Background(), pgtest.PollTimeout)
 					defer cancel()
 					if err := db.PingContext(ctx); err != nil {
 						t.Fatalf("the pool did not get its connection back: %v", err)
@@ -164,7 +164,7 @@ func TestSessionScopePanicReleasesIntegration(t *testing.T) {
 	pgtest.EachDriver(t, pgAllDrivers, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		keys := newPGKeys()
-		other := pgConn(t, tg.DB)
+		other := pgtest.Conn(t, tg.DB)
 		for _, kind := range sessionScopeKinds {
 			t.Run(kind.name, func(t *testing.T) {
 				for i := range 20 {
@@ -176,7 +176,7 @@ func TestSessionScopePanicReleasesIntegration(t *testing.T) {
 							}
 						}()
 						_ = kind.run(context.Background(), t, tg.DB, key, func(ctx context.Context, conn *sql.Conn) error {
-							pgExec(t, conn, "SELECT 1")
+							pgtest.Exec(t, conn, "SELECT 1")
 							panic("boom")
 						})
 					}()
@@ -221,7 +221,7 @@ func TestScopeContextEndsInFnIntegration(t *testing.T) {
 			if err != nil {
 				t.Fatalf("got %v; want nil: the lock was held until fn returned", err)
 			}
-			pgAwaitFree(t, tg.DB, key)
+			pgtest.AwaitFree(t, tg.DB, key)
 		})
 	})
 }
@@ -234,15 +234,15 @@ func TestStatementTimeoutIsLockTimeoutIntegration(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
 		keys := newPGKeys()
-		holder := pgConn(t, tg.DB)
+		holder := pgtest.Conn(t, tg.DB)
 		db := pgOpenOne(t, tg)
-		pgExec(t, db, "SET statement_timeout = 150")
+		pgtest.Exec(t, db, "SET statement_timeout = 150")
 		for _, tc := range []struct {
 			name string
 			wait func(key advisory.Key) error
 		}{
 			{"Lock", func(key advisory.Key) error {
-				conn := pgConn(t, db)
+				conn := pgtest.Conn(t, db)
 				defer conn.Close()
 				return advisory.Lock(ctx, conn, key)
 			}},
@@ -266,7 +266,7 @@ func TestStatementTimeoutIsLockTimeoutIntegration(t *testing.T) {
 				}
 				// The session keeps its statement_timeout unless it
 				// was closed; set it again for the next case.
-				pgExec(t, db, "SET statement_timeout = 150")
+				pgtest.Exec(t, db, "SET statement_timeout = 150")
 			})
 		}
 	})

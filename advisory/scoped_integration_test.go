@@ -20,8 +20,8 @@ var errScopedFn = errors.New("fn failed on purpose")
 // and returns its name.
 func pgTable(t *testing.T, db *sql.DB) string {
 	t.Helper()
-	name := "advisory_it_" + pgAppName()[len("advisory-"):]
-	pgExec(t, db, "CREATE TABLE "+name+" (v int)")
+	name := pgtest.UniqueName("advisory_it_")
+	pgtest.Exec(t, db, "CREATE TABLE "+name+" (v int)")
 	t.Cleanup(func() { _, _ = db.Exec("DROP TABLE " + name) })
 	return name
 }
@@ -62,7 +62,7 @@ func pgRequirePooledClean(t *testing.T, obs, db *sql.DB, pid int) {
 		t.Errorf("pooled session %d is %q; want idle", pid, state)
 	}
 	pgRequireNoLocks(t, obs, pid)
-	if got := pgPID(t, db); got != pid {
+	if got := pgtest.PID(t, db); got != pid {
 		t.Fatalf("the pool's session changed from %d to %d: the helper closed it", pid, got)
 	}
 }
@@ -76,9 +76,9 @@ func TestWithXactLockIntegration(t *testing.T) {
 
 		t.Run("CommitsOnNil", func(t *testing.T) {
 			k := keys.next()
-			other := pgConn(t, tg.DB)
+			other := pgtest.Conn(t, tg.DB)
 			err := advisory.WithXactLock(ctx, tg.DB, k, func(ctx context.Context, tx *sql.Tx) error {
-				pgRequireHolds(t, tg.DB, pgPID(t, tx), k, false)
+				pgRequireHolds(t, tg.DB, pgtest.PID(t, tx), k, false)
 				if ok, err := advisory.TryLock(ctx, other, k); err != nil || ok {
 					t.Errorf("TryLock from another session inside fn = %v, %v; want false", ok, err)
 				}
@@ -118,7 +118,7 @@ func TestWithXactLockIntegration(t *testing.T) {
 			p := func() (p any) {
 				defer func() { p = recover() }()
 				_ = advisory.WithXactLock(ctx, db, k, func(ctx context.Context, tx *sql.Tx) error {
-					pid = pgPID(t, tx)
+					pid = pgtest.PID(t, tx)
 					if _, err := tx.ExecContext(ctx, "INSERT INTO "+table+" VALUES (3)"); err != nil {
 						return err
 					}
@@ -201,7 +201,7 @@ func TestWithSessionLockIntegration(t *testing.T) {
 					opts = append(opts, advisory.Shared())
 				}
 				err := advisory.WithSessionLock(ctx, db, k, func(ctx context.Context, conn *sql.Conn) error {
-					pid = pgPID(t, conn)
+					pid = pgtest.PID(t, conn)
 					pgRequireHolds(t, tg.DB, pid, k, tc.shared)
 					return tc.fnErr
 				}, opts...)
@@ -220,7 +220,7 @@ func TestWithSessionLockIntegration(t *testing.T) {
 			p := func() (p any) {
 				defer func() { p = recover() }()
 				_ = advisory.WithSessionLock(ctx, tg.DB, k, func(ctx context.Context, conn *sql.Conn) error {
-					pid = pgPID(t, conn)
+					pid = pgtest.PID(t, conn)
 					panic(errScopedFn)
 				})
 				return nil
@@ -238,7 +238,7 @@ func TestWithSessionLockIntegration(t *testing.T) {
 			k := keys.next()
 			var pid int
 			err := advisory.WithSessionLock(ctx, tg.DB, k, func(ctx context.Context, conn *sql.Conn) error {
-				pid = pgPID(t, conn)
+				pid = pgtest.PID(t, conn)
 				return advisory.Unlock(ctx, conn, k)
 			})
 			if !errors.Is(err, advisory.ErrLockLost) {
@@ -256,7 +256,7 @@ type pgScope struct {
 	name   string // the subtest: "Xact" or "Session"
 	helper string // the function, for messages
 	// with runs fn under the helper's lock; q is fn's *sql.Tx or *sql.Conn.
-	with func(ctx context.Context, db *sql.DB, k advisory.Key, fn func(ctx context.Context, q pgQuerier) error, opts ...advisory.Option) error
+	with func(ctx context.Context, db *sql.DB, k advisory.Key, fn func(ctx context.Context, q pgtest.Querier) error, opts ...advisory.Option) error
 	// afterAcquireError checks the one session pid of db (from
 	// pgOpenOne) after the server failed the acquire with an error.
 	afterAcquireError func(t *testing.T, obs, db *sql.DB, pid int)
@@ -270,7 +270,7 @@ var pgScopes = []pgScope{
 	{
 		name:   "Xact",
 		helper: "WithXactLock",
-		with: func(ctx context.Context, db *sql.DB, k advisory.Key, fn func(context.Context, pgQuerier) error, opts ...advisory.Option) error {
+		with: func(ctx context.Context, db *sql.DB, k advisory.Key, fn func(context.Context, pgtest.Querier) error, opts ...advisory.Option) error {
 			return advisory.WithXactLock(ctx, db, k, func(ctx context.Context, tx *sql.Tx) error { return fn(ctx, tx) }, opts...)
 		},
 		afterAcquireError: func(t *testing.T, obs, db *sql.DB, pid int) {
@@ -282,7 +282,7 @@ var pgScopes = []pgScope{
 		afterEndedWait: func(t *testing.T, obs *sql.DB, pid int, waited bool) {
 			t.Helper()
 			// Whatever became of the waiter's session, it holds nothing.
-			err := pgPoll(5*time.Millisecond, func() (bool, error) {
+			err := pgtest.Poll(5*time.Millisecond, func() (bool, error) {
 				locks, err := pgQueryLocksOfPID(context.Background(), obs, pid)
 				return len(locks) == 0, err
 			})
@@ -294,7 +294,7 @@ var pgScopes = []pgScope{
 	{
 		name:   "Session",
 		helper: "WithSessionLock",
-		with: func(ctx context.Context, db *sql.DB, k advisory.Key, fn func(context.Context, pgQuerier) error, opts ...advisory.Option) error {
+		with: func(ctx context.Context, db *sql.DB, k advisory.Key, fn func(context.Context, pgtest.Querier) error, opts ...advisory.Option) error {
 			return advisory.WithSessionLock(ctx, db, k, func(ctx context.Context, conn *sql.Conn) error { return fn(ctx, conn) }, opts...)
 		},
 		afterAcquireError: func(t *testing.T, obs, _ *sql.DB, pid int) {
@@ -327,17 +327,17 @@ func TestScopedIntegration(t *testing.T) {
 			t.Run(sc.name, func(t *testing.T) {
 				t.Parallel()
 				// noFn is fn where the helper must not run it.
-				noFn := func(context.Context, pgQuerier) error {
+				noFn := func(context.Context, pgtest.Querier) error {
 					t.Error("fn ran without the lock")
 					return nil
 				}
 
 				t.Run("Shared", func(t *testing.T) {
 					k := keys.nextPair()
-					err := sc.with(ctx, tg.DB, k, func(ctx context.Context, q pgQuerier) error {
-						pgRequireHolds(t, tg.DB, pgPID(t, q), k, true)
+					err := sc.with(ctx, tg.DB, k, func(ctx context.Context, q pgtest.Querier) error {
+						pgRequireHolds(t, tg.DB, pgtest.PID(t, q), k, true)
 						// Another shared holder joins; an exclusive one cannot.
-						inner := sc.with(ctx, tg.DB, k, func(context.Context, pgQuerier) error { return nil }, advisory.Shared(), advisory.Try())
+						inner := sc.with(ctx, tg.DB, k, func(context.Context, pgtest.Querier) error { return nil }, advisory.Shared(), advisory.Try())
 						if inner != nil {
 							t.Errorf("shared %s beside a shared one = %v; want nil", sc.helper, inner)
 						}
@@ -357,12 +357,12 @@ func TestScopedIntegration(t *testing.T) {
 					for _, shared := range []bool{false, true} {
 						t.Run(pgModeName(shared), func(t *testing.T) {
 							k := keys.next()
-							holder := pgConn(t, tg.DB)
+							holder := pgtest.Conn(t, tg.DB)
 							if err := advisory.Lock(ctx, holder, k); err != nil {
 								t.Fatal(err)
 							}
 							db := pgOpenOne(t, tg)
-							pid := pgPID(t, db)
+							pid := pgtest.PID(t, db)
 							opts := []advisory.Option{advisory.Try()}
 							if shared {
 								opts = append(opts, advisory.Shared())
@@ -387,11 +387,11 @@ func TestScopedIntegration(t *testing.T) {
 
 					t.Run("Expires", func(t *testing.T) {
 						k := keys.next()
-						holder := pgConn(t, tg.DB)
+						holder := pgtest.Conn(t, tg.DB)
 						if err := advisory.Lock(ctx, holder, k); err != nil {
 							t.Fatal(err)
 						}
-						pid := pgPID(t, db)
+						pid := pgtest.PID(t, db)
 						err := sc.with(ctx, db, k, noFn, advisory.Timeout(50*time.Millisecond))
 						if !errors.Is(err, advisory.ErrLockTimeout) {
 							t.Fatalf("%s(Timeout) on a held key = %v; want ErrLockTimeout", sc.helper, err)
@@ -411,11 +411,11 @@ func TestScopedIntegration(t *testing.T) {
 
 					t.Run("Acquired", func(t *testing.T) {
 						k := keys.next()
-						pid := pgPID(t, db)
+						pid := pgtest.PID(t, db)
 						ran := false
-						err := sc.with(ctx, db, k, func(ctx context.Context, q pgQuerier) error {
+						err := sc.with(ctx, db, k, func(ctx context.Context, q pgtest.Querier) error {
 							ran = true
-							if got := pgPID(t, q); got != pid {
+							if got := pgtest.PID(t, q); got != pid {
 								t.Errorf("fn runs on session %d; want the pool's %d", got, pid)
 							}
 							pgRequireHolds(t, tg.DB, pid, k, false)
@@ -440,13 +440,13 @@ func TestScopedIntegration(t *testing.T) {
 					for _, want := range []error{context.Canceled, context.DeadlineExceeded} {
 						t.Run(pgCtxErrName(want), func(t *testing.T) {
 							k := keys.next()
-							holder := pgConn(t, tg.DB)
+							holder := pgtest.Conn(t, tg.DB)
 							if err := advisory.Lock(ctx, holder, k); err != nil {
 								t.Fatal(err)
 							}
 							// One warm session, whose pid is known before the wait.
 							db := pgOpenOne(t, tg)
-							pid := pgPID(t, db)
+							pid := pgtest.PID(t, db)
 							waited, err := pgEndWhileWaiting(t, tg.DB, pid, k, want, func(wctx context.Context) error {
 								return sc.with(wctx, db, k, noFn)
 							})
@@ -457,7 +457,7 @@ func TestScopedIntegration(t *testing.T) {
 								t.Fatal(err)
 							}
 							sc.afterEndedWait(t, tg.DB, pid, waited)
-							pgAwaitFree(t, tg.DB, k)
+							pgtest.AwaitFree(t, tg.DB, k)
 						})
 					}
 				})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/mock"
 )
 
 func TestWithXactLock(t *testing.T) {
@@ -46,7 +47,7 @@ func TestWithXactLock(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			db, m := newMock(t)
+			db, m := mock.New(t, exactSQL)
 			m.ExpectBegin()
 			e := m.ExpectExec(tt.lockSQL).WithoutArgs()
 			if tt.lockErr != nil {
@@ -85,7 +86,7 @@ func TestWithXactLock(t *testing.T) {
 
 func TestWithXactLockPanicRollsBack(t *testing.T) {
 	t.Parallel()
-	db, m := newMock(t)
+	db, m := mock.New(t, exactSQL)
 	m.ExpectBegin()
 	m.ExpectExec("SELECT pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
 	m.ExpectRollback()
@@ -102,7 +103,7 @@ func TestWithXactLockPanicRollsBack(t *testing.T) {
 
 func TestWithXactLockCommitFails(t *testing.T) {
 	t.Parallel()
-	db, m := newMock(t)
+	db, m := mock.New(t, exactSQL)
 	m.ExpectBegin()
 	m.ExpectExec("SELECT pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
 	commitErr := &sqlState{"40001", "could not serialize access"}
@@ -117,7 +118,7 @@ func TestWithXactLockCommitEarly(t *testing.T) {
 	t.Parallel()
 	t.Run("Commits", func(t *testing.T) {
 		t.Parallel()
-		db, m := newMock(t)
+		db, m := mock.New(t, exactSQL)
 		m.ExpectBegin()
 		m.ExpectExec("SELECT pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
 		m.ExpectCommit()
@@ -133,7 +134,7 @@ func TestWithXactLockCommitEarly(t *testing.T) {
 	})
 	t.Run("CommitFails", func(t *testing.T) {
 		t.Parallel()
-		db, m := newMock(t)
+		db, m := mock.New(t, exactSQL)
 		m.ExpectBegin()
 		m.ExpectExec("SELECT pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
 		commitErr := &sqlState{"40001", "could not serialize access"}
@@ -149,7 +150,7 @@ func TestWithXactLockCommitEarly(t *testing.T) {
 	})
 	t.Run("EndedContextRollsBack", func(t *testing.T) {
 		t.Parallel()
-		db, m := newMock(t)
+		db, m := mock.New(t, exactSQL)
 		m.ExpectBegin()
 		m.ExpectExec("SELECT pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
 		m.ExpectRollback()
@@ -164,7 +165,7 @@ func TestWithXactLockCommitEarly(t *testing.T) {
 	})
 	t.Run("WithXactLockNeverCommitsOnceCtxEnded", func(t *testing.T) {
 		t.Parallel()
-		db, m := newMock(t)
+		db, m := mock.New(t, exactSQL)
 		m.ExpectBegin()
 		m.ExpectExec("SELECT pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
 		m.ExpectRollback()
@@ -195,7 +196,7 @@ func TestWithXactLockNeverGuessesTheOutcome(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			db, m := newMock(t)
+			db, m := mock.New(t, exactSQL)
 			m.ExpectBegin()
 			m.ExpectExec("SELECT pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
 			if name == "RolledBack" {
@@ -216,7 +217,7 @@ func TestWithXactLockNeverGuessesTheOutcome(t *testing.T) {
 func TestScopedReturnFnErrorItself(t *testing.T) {
 	t.Parallel()
 	errWork := errors.New("work failed")
-	db, m := newMock(t)
+	db, m := mock.New(t, exactSQL)
 	m.ExpectBegin()
 	m.ExpectExec("SELECT pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
 	m.ExpectRollback()
@@ -269,7 +270,7 @@ func TestWithSessionLock(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			db, m := newMock(t)
+			db, m := mock.New(t, exactSQL)
 			e := m.ExpectExec(tt.lockSQL).WithoutArgs()
 			if tt.lockFailed != nil {
 				e.WillReturnError(tt.lockFailed)
@@ -307,7 +308,7 @@ func TestWithSessionLock(t *testing.T) {
 
 func TestWithSessionLockPanicDiscards(t *testing.T) {
 	t.Parallel()
-	db, m := newMock(t)
+	db, m := mock.New(t, exactSQL)
 	m.ExpectExec("SELECT pg_advisory_lock(42)").WillReturnResult(rows(1))
 	m.ExpectClose()
 	func() {
@@ -328,7 +329,7 @@ func TestWithSessionLockPanicDiscards(t *testing.T) {
 
 func TestWithSessionLockDiscardsWhenContextEndsDuringFn(t *testing.T) {
 	t.Parallel()
-	db, m := newMock(t)
+	db, m := mock.New(t, exactSQL)
 	m.ExpectExec("SELECT pg_advisory_lock(42)").WillReturnResult(rows(1))
 	m.ExpectClose() // no unlock: closing the session releases the lock for certain
 	ctx, cancel := context.WithCancel(context.Background())
@@ -351,7 +352,7 @@ func TestWithSessionLockDiscardsWhenContextEndsDuringFn(t *testing.T) {
 // lock with it), and the *sql.Conn is freed when the transaction ends.
 func TestWithSessionLockPanicWithOpenTx(t *testing.T) {
 	t.Parallel()
-	db, m := newMock(t)
+	db, m := mock.New(t, exactSQL)
 	m.MatchExpectationsInOrder(false)
 	m.ExpectExec("SELECT pg_advisory_lock(42)").WillReturnResult(rows(1))
 	m.ExpectBegin()

@@ -24,8 +24,8 @@ func TestPooledConnKeepsSessionLockIntegration(t *testing.T) {
 		db := pgOpenOne(t, tg) // a pool of one: the next Conn is the same session
 		key := newPGKeys().nextPair()
 
-		conn := pgConn(t, db)
-		pid := pgPID(t, conn)
+		conn := pgtest.Conn(t, db)
+		pid := pgtest.PID(t, conn)
 		if err := advisory.Lock(ctx, conn, key); err != nil {
 			t.Fatal(err)
 		}
@@ -33,13 +33,13 @@ func TestPooledConnKeepsSessionLockIntegration(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		next := pgConn(t, db)
-		if got := pgPID(t, next); got != pid {
+		next := pgtest.Conn(t, db)
+		if got := pgtest.PID(t, next); got != pid {
 			t.Fatalf("the pool of one handed out backend %d, then %d", pid, got)
 		}
 		pgRequireHolds(t, tg.DB, pid, key, false)
 
-		pgExec(t, next, "DISCARD ALL")
+		pgtest.Exec(t, next, "DISCARD ALL")
 		pgRequireNoLocks(t, tg.DB, pid)
 	})
 }
@@ -54,12 +54,12 @@ func TestDeadlockVictimSurvivesIntegration(t *testing.T) {
 		t.Parallel()
 		keys := newPGKeys()
 		k := [2]advisory.Key{keys.next(), keys.next()}
-		conns := [2]*sql.Conn{pgConn(t, tg.DB), pgConn(t, tg.DB)}
+		conns := [2]*sql.Conn{pgtest.Conn(t, tg.DB), pgtest.Conn(t, tg.DB)}
 		var pids [2]int
 		for i, c := range conns {
-			pids[i] = pgPID(t, c)
-			pgExec(t, c, "SET deadlock_timeout = '50ms'")
-			pgExec(t, c, "SELECT pg_advisory_lock("+pgArg(k[i])+")")
+			pids[i] = pgtest.PID(t, c)
+			pgtest.Exec(t, c, "SET deadlock_timeout = '50ms'")
+			pgtest.Exec(t, c, "SELECT pg_advisory_lock("+pgArg(k[i])+")")
 		}
 		errs := make(chan [2]any, 2)
 		go func() {
@@ -79,20 +79,20 @@ func TestDeadlockVictimSurvivesIntegration(t *testing.T) {
 		if err, _ := first[1].(error); pgSQLState(err) != "40P01" {
 			t.Fatalf("the first statement to return gave %v; want SQLSTATE 40P01", err)
 		}
-		if got := pgPID(t, conns[victim]); got != pids[victim] {
+		if got := pgtest.PID(t, conns[victim]); got != pids[victim] {
 			t.Fatalf("the victim's session changed from %d to %d", pids[victim], got)
 		}
 		// The victim still holds the key it took before the deadlock.
 		pgRequireHolds(t, tg.DB, pids[victim], k[victim], false)
 
 		// Releasing it lets the other session through.
-		pgExec(t, conns[victim], "SELECT pg_advisory_unlock_all()")
+		pgtest.Exec(t, conns[victim], "SELECT pg_advisory_unlock_all()")
 		if second := <-errs; second[1] != nil {
 			t.Fatalf("the survivor's wait: %v", second[1])
 		}
 		for _, c := range conns {
-			pgExec(t, c, "SELECT pg_advisory_unlock_all()")
-			pgExec(t, c, "RESET deadlock_timeout")
+			pgtest.Exec(t, c, "SELECT pg_advisory_unlock_all()")
+			pgtest.Exec(t, c, "RESET deadlock_timeout")
 		}
 	})
 }

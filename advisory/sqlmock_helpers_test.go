@@ -6,29 +6,18 @@ import (
 	"testing"
 
 	"github.com/DATA-DOG/go-sqlmock"
+
+	"github.com/pgadvisory/pgadvisory/mock"
 )
 
-// newMock returns a database whose statements must match the expected SQL
-// exactly, and checks at cleanup that every expectation was met.
-func newMock(t *testing.T) (*sql.DB, sqlmock.Sqlmock) {
-	t.Helper()
-	db, m, err := sqlmock.New(sqlmock.QueryMatcherOption(sqlmock.QueryMatcherEqual))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		db.Close()
-		if err := m.ExpectationsWereMet(); err != nil {
-			t.Error(err)
-		}
-	})
-	return db, m
-}
+// exactSQL makes a database of mock.New match statements to the expected
+// SQL exactly; mock.New checks at cleanup that every expectation was met.
+var exactSQL = mock.QueryMatcher(sqlmock.QueryMatcherEqual)
 
 // mockConn returns a *sql.Conn on a fresh mock database.
 func mockConn(t *testing.T) (*sql.Conn, sqlmock.Sqlmock) {
 	t.Helper()
-	db, m := newMock(t)
+	db, m := mock.New(t, exactSQL)
 	conn, err := db.Conn(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +29,7 @@ func mockConn(t *testing.T) (*sql.Conn, sqlmock.Sqlmock) {
 // mockTx returns a *sql.Tx on a fresh mock database.
 func mockTx(t *testing.T) (*sql.Tx, sqlmock.Sqlmock) {
 	t.Helper()
-	db, m := newMock(t)
+	db, m := mock.New(t, exactSQL)
 	m.ExpectBegin()
 	tx, err := db.Begin()
 	if err != nil {

@@ -44,13 +44,13 @@ func TestXactReleaseIntegration(t *testing.T) {
 			for _, lf := range pgXactLockFuncs {
 				t.Run(end+"/"+lf.name, func(t *testing.T) {
 					k := keys.next()
-					other := pgConn(t, tg.DB)
+					other := pgtest.Conn(t, tg.DB)
 					tx, err := tg.DB.BeginTx(ctx, nil)
 					if err != nil {
 						t.Fatal(err)
 					}
 					defer tx.Rollback()
-					pid := pgPID(t, tx)
+					pid := pgtest.PID(t, tx)
 					if ok, err := lf.f(ctx, tx, k); err != nil || !ok {
 						t.Fatalf("%s on a free key = %v, %v; want true", lf.name, ok, err)
 					}
@@ -96,7 +96,7 @@ func TestXactLockKeysIntegration(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tx.Rollback()
-		pid := pgPID(t, tx)
+		pid := pgtest.PID(t, tx)
 		if err := advisory.XactLockKeys(ctx, tx, b, c, a, b); err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +127,7 @@ func TestXactLockCancelIntegration(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				k := keys.next()
-				holder := pgConn(t, tg.DB)
+				holder := pgtest.Conn(t, tg.DB)
 				if err := advisory.Lock(context.Background(), holder, k); err != nil {
 					t.Fatal(err)
 				}
@@ -136,7 +136,7 @@ func TestXactLockCancelIntegration(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer tx.Rollback()
-				pid := pgPID(t, tx)
+				pid := pgtest.PID(t, tx)
 
 				// The open transaction's session is warm: XactLock
 				// reaches the server at once.
@@ -152,14 +152,14 @@ func TestXactLockCancelIntegration(t *testing.T) {
 				}
 				// Whatever the driver did with the session, it ends up
 				// holding nothing.
-				err = pgPoll(5*time.Millisecond, func() (bool, error) {
+				err = pgtest.Poll(5*time.Millisecond, func() (bool, error) {
 					locks, err := pgQueryLocksOfPID(context.Background(), tg.DB, pid)
 					return len(locks) == 0, err
 				})
 				if err != nil {
 					t.Fatalf("backend %d keeps advisory locks after the rollback: %v", pid, err)
 				}
-				pgAwaitFree(t, tg.DB, k)
+				pgtest.AwaitFree(t, tg.DB, k)
 			})
 		}
 	})

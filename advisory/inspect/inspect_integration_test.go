@@ -28,23 +28,22 @@ import (
 // cannot collide with other tests sharing the server.
 
 // locksUntil polls Locks until done accepts its answer, and returns that
-// answer. It fails t if Locks fails or pollTimeout passes.
+// answer. It fails t if Locks fails or pgtest.PollTimeout passes.
 func locksUntil(t *testing.T, db *sql.DB, done func([]inspect.Lock) bool, opts ...inspect.Option) []inspect.Lock {
 	t.Helper()
-	deadline := time.Now().Add(pollTimeout)
-	for {
-		locks, err := inspect.Locks(context.Background(), db, opts...)
-		if err != nil {
-			t.Fatalf("Locks: %v", err)
-		}
-		if done(locks) {
-			return locks
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Locks still shows, after %v:\n%v", pollTimeout, locks)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var locks []inspect.Lock
+	var lerr error
+	err := pgtest.Poll(5*time.Millisecond, func() (bool, error) {
+		locks, lerr = inspect.Locks(context.Background(), db, opts...)
+		return lerr == nil && done(locks), lerr
+	})
+	switch {
+	case lerr != nil:
+		t.Fatalf("Locks: %v", lerr)
+	case err != nil:
+		t.Fatalf("Locks still shows (%v):\n%v", err, locks)
 	}
+	return locks
 }
 
 // inspWaiters counts the locks not granted.
@@ -100,16 +99,16 @@ func TestLocksIntegration(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
-		app := newName("inspect-")
-		tg = ownDatabase(t, tg, app)
+		app := pgtest.UniqueName("inspect-")
+		tg = pgtest.NewDatabase(t, tg, app)
 
 		negBig := advisory.Int64Key(-(1 << 40) - 5) // classid and objid both above 2^31
 		pairNeg := advisory.PairKey(-7, 3)
 		pairBoth := advisory.PairKey(math.MinInt32, -1)
 		xactKey := advisory.Int64Key(5)
 
-		a, b, c, d := dedicatedConn(t, tg.DB), dedicatedConn(t, tg.DB), dedicatedConn(t, tg.DB), dedicatedConn(t, tg.DB)
-		pa, pb, pc, pd := backendPID(t, a), backendPID(t, b), backendPID(t, c), backendPID(t, d)
+		a, b, c, d := pgtest.Conn(t, tg.DB), pgtest.Conn(t, tg.DB), pgtest.Conn(t, tg.DB), pgtest.Conn(t, tg.DB)
+		pa, pb, pc, pd := pgtest.PID(t, a), pgtest.PID(t, b), pgtest.PID(t, c), pgtest.PID(t, d)
 
 		// a: exclusive on a negative bigint, shared on a pair, exclusive
 		// on a pair of negative halves.
@@ -130,7 +129,7 @@ func TestLocksIntegration(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tx.Rollback()
-		pe := backendPID(t, tx)
+		pe := pgtest.PID(t, tx)
 		if err := advisory.XactLockShared(ctx, tx, xactKey); err != nil {
 			t.Fatal(err)
 		}
@@ -240,14 +239,14 @@ func TestLocksHandWrittenSQLIntegration(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
-		tg = ownDatabase(t, tg, "inspect-psql")
+		tg = pgtest.NewDatabase(t, tg, "inspect-psql")
 		var reg keyspace.Registry
 		inventory := reg.MustRegister(advisory.Namespace{ID: 100, Name: "inventory", Owner: "team-warehouse"})
 		key := advisory.NameKey(100, "sync_inventory")
 
-		psql, app := dedicatedConn(t, tg.DB), dedicatedConn(t, tg.DB)
-		pid := backendPID(t, psql)
-		mustExec(t, psql, "SELECT pg_advisory_lock(100, hashtext('sync_inventory'))")
+		psql, app := pgtest.Conn(t, tg.DB), pgtest.Conn(t, tg.DB)
+		pid := pgtest.PID(t, psql)
+		pgtest.Exec(t, psql, "SELECT pg_advisory_lock(100, hashtext('sync_inventory'))")
 
 		locks, err := inspect.Locks(ctx, tg.DB, inspect.WithRegistry(&reg))
 		if err != nil {
@@ -267,7 +266,7 @@ func TestLocksHandWrittenSQLIntegration(t *testing.T) {
 		}
 
 		// And the other way round.
-		mustExec(t, psql, "SELECT pg_advisory_unlock(100, hashtext('sync_inventory'))")
+		pgtest.Exec(t, psql, "SELECT pg_advisory_unlock(100, hashtext('sync_inventory'))")
 		if ok, err := advisory.TryLock(ctx, app, key); err != nil || !ok {
 			t.Fatalf("TryLock(NameKey) on the free key = %v, %v; want true", ok, err)
 		}
@@ -291,7 +290,7 @@ func TestKeySpacesAreDistinctIntegration(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
-		tg = ownDatabase(t, tg, "inspect-keyspaces")
+		tg = pgtest.NewDatabase(t, tg, "inspect-keyspaces")
 		tests := []struct {
 			name string
 			a, b int32
@@ -307,8 +306,8 @@ func TestKeySpacesAreDistinctIntegration(t *testing.T) {
 				if tt.name == "OneTwo" && big != advisory.Int64Key(4294967298) {
 					t.Fatalf("Int64Key(1<<32|2) = %s", big)
 				}
-				connA, connB, connC := dedicatedConn(t, tg.DB), dedicatedConn(t, tg.DB), dedicatedConn(t, tg.DB)
-				pidA, pidB := backendPID(t, connA), backendPID(t, connB)
+				connA, connB, connC := pgtest.Conn(t, tg.DB), pgtest.Conn(t, tg.DB), pgtest.Conn(t, tg.DB)
+				pidA, pidB := pgtest.PID(t, connA), pgtest.PID(t, connB)
 
 				if err := advisory.Lock(ctx, connA, pair); err != nil {
 					t.Fatal(err)
@@ -348,9 +347,9 @@ func TestLocksWithoutMonitorIntegration(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
-		tg = ownDatabase(t, tg, "inspect-admin")
-		role := newName("pgadvisory_nomon_")
-		mustExec(t, tg.DB, "CREATE ROLE "+role+" LOGIN")
+		tg = pgtest.NewDatabase(t, tg, "inspect-admin")
+		role := pgtest.UniqueName("pgadvisory_nomon_")
+		pgtest.Exec(t, tg.DB, "CREATE ROLE "+role+" LOGIN")
 		t.Cleanup(func() {
 			// After the role's sessions are gone: cleanups run in
 			// reverse, and the role's *sql.DB closes first.
@@ -364,13 +363,13 @@ func TestLocksWithoutMonitorIntegration(t *testing.T) {
 		}
 
 		// tg's DSN names the test's database already; only the user changes.
-		limited := openDSN(t, tg, editDSN(t, tg.Server.DSN, func(u *url.URL) {
+		limited := tg.Server.WithDSN(t, func(u *url.URL) {
 			u.User = url.User(role)
-			setParam("application_name", "inspect-limited")(u)
-		}))
+			pgtest.SetParam(u, "application_name", "inspect-limited")
+		}).Open(t, tg.Driver)
 
-		admin, waiter, own := dedicatedConn(t, tg.DB), dedicatedConn(t, tg.DB), dedicatedConn(t, limited)
-		adminPID, waiterPID, ownPID := backendPID(t, admin), backendPID(t, waiter), backendPID(t, own)
+		admin, waiter, own := pgtest.Conn(t, tg.DB), pgtest.Conn(t, tg.DB), pgtest.Conn(t, limited)
+		adminPID, waiterPID, ownPID := pgtest.PID(t, admin), pgtest.PID(t, waiter), pgtest.PID(t, own)
 		adminKey, ownKey := advisory.PairKey(1, 1), advisory.PairKey(1, 2)
 		if err := advisory.Lock(ctx, admin, adminKey); err != nil {
 			t.Fatal(err)
@@ -506,7 +505,7 @@ func TestExtremeKeysIntegration(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
-		tg = ownDatabase(t, tg, "inspect-extremes")
+		tg = pgtest.NewDatabase(t, tg, "inspect-extremes")
 
 		// requireHeld checks that backend pid holds exactly want, in
 		// exclusive mode, as pg_locks, DecodeKey and Locks see it, and
@@ -543,8 +542,8 @@ func TestExtremeKeysIntegration(t *testing.T) {
 
 		for _, x := range extremeKeys {
 			t.Run(x.name, func(t *testing.T) {
-				conn, other := dedicatedConn(t, tg.DB), dedicatedConn(t, tg.DB)
-				pid := backendPID(t, conn)
+				conn, other := pgtest.Conn(t, tg.DB), pgtest.Conn(t, tg.DB)
+				pid := pgtest.PID(t, conn)
 				if err := advisory.Lock(ctx, conn, x.key); err != nil {
 					t.Fatalf("Lock(%s): %v", x.key, err)
 				}
@@ -552,7 +551,7 @@ func TestExtremeKeysIntegration(t *testing.T) {
 				if err := advisory.Unlock(ctx, conn, x.key); err != nil {
 					t.Fatalf("Unlock(%s): %v", x.key, err)
 				}
-				requireNoLocks(t, tg.DB, pid)
+				pgtest.RequireNoLocks(t, tg.DB, pid)
 				// Released, the key is free for the other session.
 				if ok, err := advisory.TryLock(ctx, other, x.key); err != nil || !ok {
 					t.Fatalf("TryLock(%s) after Unlock = %v, %v; want true", x.key, ok, err)
@@ -573,8 +572,8 @@ func TestExtremeKeysIntegration(t *testing.T) {
 		}
 
 		t.Run("LockKeys", func(t *testing.T) {
-			conn, other := dedicatedConn(t, tg.DB), dedicatedConn(t, tg.DB)
-			pid := backendPID(t, conn)
+			conn, other := pgtest.Conn(t, tg.DB), pgtest.Conn(t, tg.DB)
+			pid := pgtest.PID(t, conn)
 			if err := advisory.LockKeys(ctx, conn, mixed...); err != nil {
 				t.Fatalf("LockKeys(%v): %v", mixed, err)
 			}
@@ -582,17 +581,17 @@ func TestExtremeKeysIntegration(t *testing.T) {
 			if err := advisory.UnlockKeys(ctx, conn, mixed...); err != nil {
 				t.Fatalf("UnlockKeys(%v): %v", mixed, err)
 			}
-			requireNoLocks(t, tg.DB, pid)
+			pgtest.RequireNoLocks(t, tg.DB, pid)
 		})
 
 		t.Run("XactLockKeys", func(t *testing.T) {
-			other := dedicatedConn(t, tg.DB)
+			other := pgtest.Conn(t, tg.DB)
 			tx, err := tg.DB.BeginTx(ctx, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer tx.Rollback()
-			pid := backendPID(t, tx)
+			pid := pgtest.PID(t, tx)
 			if err := advisory.XactLockKeys(ctx, tx, mixed...); err != nil {
 				t.Fatalf("XactLockKeys(%v): %v", mixed, err)
 			}
@@ -600,7 +599,7 @@ func TestExtremeKeysIntegration(t *testing.T) {
 			if err := tx.Commit(); err != nil {
 				t.Fatal(err)
 			}
-			requireNoLocks(t, tg.DB, pid)
+			pgtest.RequireNoLocks(t, tg.DB, pid)
 		})
 	})
 }

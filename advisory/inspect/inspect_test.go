@@ -14,7 +14,12 @@ import (
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/advisory/inspect"
 	"github.com/pgadvisory/pgadvisory/advisory/keyspace"
+	"github.com/pgadvisory/pgadvisory/mock"
 )
+
+// exactSQL makes a database of mock.New match statements to the expected
+// SQL exactly; mock.New checks at cleanup that every expectation was met.
+var exactSQL = mock.QueryMatcher(sqlmock.QueryMatcherEqual)
 
 func TestDecodeKey(t *testing.T) {
 	t.Parallel()
@@ -107,7 +112,7 @@ func TestLocks(t *testing.T) {
 	var reg keyspace.Registry
 	reg.MustRegister(advisory.Namespace{ID: 100, Name: "inventory"})
 
-	db, m := newMock(t)
+	db, m := mock.New(t, exactSQL)
 	m.ExpectQuery(inspectQuery + inspectThisDB).WillReturnRows(sqlmock.NewRows(inspectColumns).
 		// A waiter on a pair key in a registered namespace.
 		AddRow(int64(100), int64(uint32(advisory.HashText("sync_inventory"))), int64(2), "ExclusiveLock", false,
@@ -153,7 +158,7 @@ func TestLocks(t *testing.T) {
 
 func TestLocksAllDatabases(t *testing.T) {
 	t.Parallel()
-	db, m := newMock(t)
+	db, m := mock.New(t, exactSQL)
 	m.ExpectQuery(inspectQuery).WillReturnRows(sqlmock.NewRows(inspectColumns))
 	got, err := inspect.Locks(context.Background(), db, inspect.AllDatabases())
 	if err != nil || len(got) != 0 {
@@ -192,7 +197,7 @@ func TestLocksErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			db, m := newMock(t)
+			db, m := mock.New(t, exactSQL)
 			q := m.ExpectQuery(inspectQuery + inspectThisDB)
 			if tt.err != nil {
 				q.WillReturnError(tt.err)
@@ -233,7 +238,7 @@ func TestLocksBlockedByForms(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			db, m := newMock(t)
+			db, m := mock.New(t, exactSQL)
 			m.ExpectQuery(inspectQuery + inspectThisDB).WillReturnRows(sqlmock.NewRows(inspectColumns).
 				AddRow(int64(0), int64(1), int64(1), "ExclusiveLock", tt.grant, int64(1), "db",
 					nil, nil, nil, nil, nil, nil, nil, nil, nil, tt.text))
@@ -282,7 +287,7 @@ func TestLockString(t *testing.T) {
 // error.
 func TestLocksCanceled(t *testing.T) {
 	t.Parallel()
-	db, _ := newMock(t)
+	db, _ := mock.New(t, exactSQL)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := inspect.Locks(ctx, db)

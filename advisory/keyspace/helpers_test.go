@@ -2,27 +2,15 @@ package keyspace_test
 
 import (
 	"database/sql"
-	"testing"
 
 	"github.com/DATA-DOG/go-sqlmock"
+
+	"github.com/pgadvisory/pgadvisory/mock"
 )
 
-// newMock returns a database whose statements must match the expected SQL
-// exactly, and checks at cleanup that every expectation was met.
-func newMock(t *testing.T) (*sql.DB, sqlmock.Sqlmock) {
-	t.Helper()
-	db, m, err := sqlmock.New(sqlmock.QueryMatcherOption(sqlmock.QueryMatcherEqual))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		db.Close()
-		if err := m.ExpectationsWereMet(); err != nil {
-			t.Error(err)
-		}
-	})
-	return db, m
-}
+// exactSQL makes a database of mock.New match statements to the expected
+// SQL exactly; mock.New checks at cleanup that every expectation was met.
+var exactSQL = mock.QueryMatcher(sqlmock.QueryMatcherEqual)
 
 // rows is the result of a statement that affected n rows.
 func rows(n int64) sql.Result { return sqlmock.NewResult(0, n) }

@@ -19,7 +19,7 @@ import (
 )
 
 // Integration tests of Registry.Sync. Each runs in a database of its own
-// (see ownDatabase), so the dictionary table is the test's alone.
+// (see pgtest.NewDatabase), so the dictionary table is the test's alone.
 
 // syncRow is a row of the dictionary table.
 type syncRow struct {
@@ -72,7 +72,7 @@ func TestSyncConcurrentIntegration(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
-		tg = ownDatabase(t, tg, "sync-concurrent")
+		tg = pgtest.NewDatabase(t, tg, "sync-concurrent")
 		common := advisory.Namespace{ID: 999, Name: "common", Owner: "platform"}
 
 		const services = 8
@@ -144,8 +144,8 @@ func TestSyncIntegration(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
-		tg = ownDatabase(t, tg, "sync")
-		mustExec(t, tg.DB, "CREATE SCHEMA ops")
+		tg = pgtest.NewDatabase(t, tg, "sync")
+		pgtest.Exec(t, tg.DB, "CREATE SCHEMA ops")
 		const table = `ops."Lock_Keys"`
 		opt := keyspace.Table("ops.Lock_Keys")
 
@@ -236,8 +236,8 @@ func TestSyncIntegration(t *testing.T) {
 		t.Run("RoleWithoutCreate", func(t *testing.T) {
 			// Once the table exists, a role that may read and write it,
 			// but not create anything in its schema, can sync.
-			role := newName("pgadvisory_sync_")
-			mustExec(t, tg.DB, "CREATE ROLE "+role+" LOGIN")
+			role := pgtest.UniqueName("pgadvisory_sync_")
+			pgtest.Exec(t, tg.DB, "CREATE ROLE "+role+" LOGIN")
 			t.Cleanup(func() {
 				for _, stmt := range []string{"DROP OWNED BY " + role, "DROP ROLE " + role} {
 					if _, err := tg.DB.ExecContext(ctx, stmt); err != nil {
@@ -245,9 +245,9 @@ func TestSyncIntegration(t *testing.T) {
 					}
 				}
 			})
-			mustExec(t, tg.DB, "GRANT USAGE ON SCHEMA ops TO "+role)
-			mustExec(t, tg.DB, "GRANT SELECT, INSERT, UPDATE ON "+table+" TO "+role)
-			limited := openDSN(t, tg, editDSN(t, tg.Server.DSN, func(u *url.URL) { u.User = url.User(role) }))
+			pgtest.Exec(t, tg.DB, "GRANT USAGE ON SCHEMA ops TO "+role)
+			pgtest.Exec(t, tg.DB, "GRANT SELECT, INSERT, UPDATE ON "+table+" TO "+role)
+			limited := tg.Server.WithDSN(t, func(u *url.URL) { u.User = url.User(role) }).Open(t, tg.Driver)
 
 			var svc keyspace.Registry
 			svc.MustRegister(advisory.Namespace{ID: 70, Name: "least-privilege"})
@@ -262,7 +262,7 @@ func TestSyncIntegration(t *testing.T) {
 
 		t.Run("DefaultRegisteredBy", func(t *testing.T) {
 			// Without RegisteredBy, the session's application_name
-			// ("sync", set by ownDatabase) is recorded.
+			// ("sync", set by pgtest.NewDatabase) is recorded.
 			var svc keyspace.Registry
 			svc.MustRegister(advisory.Namespace{ID: 60, Name: "by-app-name"})
 			if err := svc.Sync(ctx, tg.DB, opt); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/advisory/keyspace"
+	"github.com/pgadvisory/pgadvisory/mock"
 )
 
 // The statements Sync sends for the default table.
@@ -55,7 +56,7 @@ func TestSync(t *testing.T) {
 	r.MustRegister(advisory.Namespace{ID: 9, Name: "reports", Owner: "new-owner"}) // ours, changed
 	r.MustRegister(advisory.Namespace{ID: 10, Name: "shared", Owner: "new-owner"}) // another service's
 
-	db, m := newMock(t)
+	db, m := mock.New(t, exactSQL)
 	m.ExpectBegin()
 	m.ExpectExec(syncLock).WillReturnResult(rows(1))
 	syncExpectProbe(m, `"pgadvisory_namespaces"`, true, "svc-a")
@@ -79,7 +80,7 @@ func TestSyncCreatesTable(t *testing.T) {
 	t.Parallel()
 	var r keyspace.Registry
 	r.MustRegister(nsBilling)
-	db, m := newMock(t)
+	db, m := mock.New(t, exactSQL)
 	m.ExpectBegin()
 	m.ExpectExec(syncLock).WillReturnResult(rows(1))
 	syncExpectProbe(m, `"ops"."lock_keys"`, false, "")
@@ -105,7 +106,7 @@ func TestSyncConflicts(t *testing.T) {
 	r.MustRegister(nsPayments) // "payments" is ID 80 in the table
 	r.MustRegister(advisory.Namespace{ID: 9, Name: "reports"})
 
-	db, m := newMock(t)
+	db, m := mock.New(t, exactSQL)
 	m.ExpectBegin()
 	m.ExpectExec(syncLock).WillReturnResult(rows(1))
 	syncExpectProbe(m, `"pgadvisory_namespaces"`, true, "")
@@ -135,7 +136,7 @@ func TestSyncConflicts(t *testing.T) {
 func TestSyncLibraryRowTaken(t *testing.T) {
 	t.Parallel()
 	var r keyspace.Registry
-	db, m := newMock(t)
+	db, m := mock.New(t, exactSQL)
 	m.ExpectBegin()
 	m.ExpectExec(syncLock).WillReturnResult(rows(1))
 	syncExpectProbe(m, `"pgadvisory_namespaces"`, true, "")
@@ -202,7 +203,7 @@ func TestSyncErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			db, m := newMock(t)
+			db, m := mock.New(t, exactSQL)
 			if tt.expect != nil {
 				tt.expect(m)
 			}
@@ -235,7 +236,7 @@ func TestRegisteredByProgram(t *testing.T) {
 	t.Parallel()
 	var r keyspace.Registry
 	r.MustRegister(nsBilling)
-	db, m := newMock(t)
+	db, m := mock.New(t, exactSQL)
 	m.ExpectBegin()
 	m.ExpectExec(syncLock).WillReturnResult(rows(1))
 	syncExpectProbe(m, `"pgadvisory_namespaces"`, true, "")

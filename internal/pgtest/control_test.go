@@ -21,16 +21,6 @@ func dedicated(t *testing.T, args ...string) []*pgtest.Server {
 	return servers
 }
 
-// backendPID returns the backend process ID of q's session.
-func backendPID(t *testing.T, ctx context.Context, q dbConn) int {
-	t.Helper()
-	var pid int
-	if err := q.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
-		t.Fatal(err)
-	}
-	return pid
-}
-
 // TestRefusesSharedServers checks that only dedicated servers may be
 // restarted or paused; it needs no server.
 func TestRefusesSharedServers(t *testing.T) {
@@ -130,7 +120,7 @@ func TestPause(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer conn.Close()
-			before := backendPID(t, ctx, conn)
+			before := pgtest.PID(t, conn)
 
 			unpause := s.Pause(t)
 			r := &recorder{TB: t}
@@ -157,7 +147,7 @@ func TestPause(t *testing.T) {
 
 			unpause()
 			unpause() // a second call does nothing
-			if after := backendPID(t, ctx, conn); after != before {
+			if after := pgtest.PID(t, conn); after != before {
 				t.Errorf("backend %d after unpause, was %d: the session did not survive the pause", after, before)
 			}
 		})

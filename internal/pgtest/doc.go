@@ -64,6 +64,12 @@
 // need a small lock table or an idle_session_timeout, for example. A [Proxy]
 // counts the round trips a call costs.
 //
+// [NewDatabase] moves a [Target] onto a database of the test's own, so that
+// fixed keys and table names meet no other test's. [OpenApp] names a pool's
+// sessions for pg_stat_activity, and [Conn], [PID], [Exec] and the pg_locks
+// helpers ([LocksOf], [AwaitFree], [AwaitGone], [RequireNoLocks]) do what
+// every package's integration tests do with a session.
+//
 // # Poolers, restarts and frozen servers
 //
 // [Server.PgBouncer] starts a PgBouncer in transaction pooling mode in

@@ -1,22 +1,10 @@
 package pgtest_test
 
 import (
-	"context"
-	"database/sql"
 	"fmt"
 	"runtime"
 	"testing"
 )
-
-// dbConn is what the flight-counting calls need of a *sql.DB.
-type dbConn interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-var _ dbConn = (*sql.DB)(nil)
-
-var _ dbConn = (*sql.Conn)(nil)
 
 // recorder is a testing.TB that records a fatal or skip message instead of
 // ending the test; everything else goes to the real test.

@@ -56,14 +56,14 @@ func TestPgBouncerTransactionPooling(t *testing.T) {
 		backends := make(map[int]bool)
 		changed := 0
 		for range 20 {
-			last := backendPID(t, ctx, client)
+			last := pgtest.PID(t, client)
 			tx, err := holder.BeginTx(ctx, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			held := backendPID(t, ctx, tx)
+			held := pgtest.PID(t, tx)
 			for range 3 {
-				now := backendPID(t, ctx, client)
+				now := pgtest.PID(t, client)
 				if now == held {
 					t.Fatalf("client ran on backend %d while a transaction held it", now)
 				}
@@ -72,7 +72,7 @@ func TestPgBouncerTransactionPooling(t *testing.T) {
 				}
 				backends[now] = true
 			}
-			if again := backendPID(t, ctx, tx); again != held {
+			if again := pgtest.PID(t, tx); again != held {
 				t.Fatalf("a transaction moved from backend %d to %d", held, again)
 			}
 			if err := tx.Commit(); err != nil {
@@ -197,7 +197,7 @@ func TestPgBouncerKeepsServingAcrossARestart(t *testing.T) {
 		t.Run(s.Name, func(t *testing.T) {
 			t.Parallel()
 			db := s.PgBouncer(t, 2).Open(t, pgtest.DriverPGX)
-			before := backendPID(t, ctx, db)
+			before := pgtest.PID(t, db)
 			s.Restart(t)
 			var err error
 			for range 10 { // PgBouncer notices its server connections closed when it uses them

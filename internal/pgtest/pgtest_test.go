@@ -70,13 +70,13 @@ func TestProxyCountsFlights(t *testing.T) {
 		name   string
 		driver string
 		onConn bool // measure on a *sql.Conn rather than the *sql.DB
-		call   func(db dbConn) error
+		call   func(db pgtest.Querier) error
 		want   int64
 	}{
 		{
 			name:   "PQExecWithoutArgs",
 			driver: pgtest.DriverPQ,
-			call: func(db dbConn) error {
+			call: func(db pgtest.Querier) error {
 				_, err := db.ExecContext(ctx, "SELECT 1")
 				return err
 			},
@@ -85,7 +85,7 @@ func TestProxyCountsFlights(t *testing.T) {
 		{
 			name:   "PQQueryWithArg",
 			driver: pgtest.DriverPQ,
-			call: func(db dbConn) error {
+			call: func(db pgtest.Querier) error {
 				var x int
 				return db.QueryRowContext(ctx, "SELECT $1::int", 1).Scan(&x)
 			},
@@ -98,7 +98,7 @@ func TestProxyCountsFlights(t *testing.T) {
 			name:   "PGXCachedQueryWithArg",
 			driver: pgtest.DriverPGX,
 			onConn: true,
-			call: func(db dbConn) error {
+			call: func(db pgtest.Querier) error {
 				var x int
 				return db.QueryRowContext(ctx, "SELECT $1::int", 1).Scan(&x)
 			},
@@ -111,7 +111,7 @@ func TestProxyCountsFlights(t *testing.T) {
 				p := s.Proxy(t)
 				db := (&pgtest.Server{Name: s.Name, Version: s.Version, DSN: p.DSN()}).Open(t, tt.driver)
 				db.SetMaxOpenConns(1)
-				var c dbConn = db
+				var c pgtest.Querier = db
 				if tt.onConn {
 					conn, err := db.Conn(ctx)
 					if err != nil {

@@ -86,7 +86,13 @@ ORDER BY 1`
 // database that db connects to.
 func LocksOf(ctx context.Context, db *sql.DB, key Key) ([]Lock, error) {
 	c, o, s := lockTag(key)
-	rows, err := db.QueryContext(ctx, locksOfKeyQuery, c, o, s)
+	return queryLocks(ctx, db, locksOfKeyQuery, c, o, s)
+}
+
+// queryLocks runs query, which reads pid, mode and granted from pg_locks,
+// and returns its rows.
+func queryLocks(ctx context.Context, db *sql.DB, query string, args ...any) ([]Lock, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, fmt.Errorf("pg_locks: %w", err)
 	}

@@ -150,7 +150,7 @@ func TestIntegration(t *testing.T) {
 		t.Run("Unary", func(t *testing.T) { testUnary(t, tg.DB) })
 		t.Run("Stream", func(t *testing.T) { testStream(t, tg.DB) })
 		t.Run("StreamCancelled", func(t *testing.T) { testStreamCancelled(t, tg.DB) })
-		awaitIdle(t, tg.DB)
+		pgtest.AwaitIdle(t, tg.DB)
 	})
 }
 
@@ -163,9 +163,10 @@ func ctxWith(t *testing.T, kv ...string) context.Context {
 
 // serveOrders serves a's service with both interceptors, unary calls
 // locked on their "value" field and streams on their x-order-id metadata,
-// in the namespace ns, and returns a client connection and the channel
-// where an interceptor further out reports what each call returned.
-func serveOrders(t *testing.T, db *sql.DB, a *orderApp, ns int32) (*grpc.ClientConn, <-chan error) {
+// in the namespace ns, with opts, and returns a client connection and the
+// channel where an interceptor further out reports what each call
+// returned.
+func serveOrders(t *testing.T, db *sql.DB, a *orderApp, ns int32, opts ...grpclock.Option) (*grpc.ClientConn, <-chan error) {
 	t.Helper()
 	ended := make(chan error, 16)
 	outerUnary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
@@ -179,8 +180,8 @@ func serveOrders(t *testing.T, db *sql.DB, a *orderApp, ns int32) (*grpc.ClientC
 		return err
 	}
 	conn := startServer(t, a.service(),
-		grpc.ChainUnaryInterceptor(outerUnary, grpclock.UnaryServerInterceptor(db, grpclock.FieldKey(ns, "value"))),
-		grpc.ChainStreamInterceptor(outerStream, grpclock.StreamServerInterceptor(db, grpclock.MetadataKey(ns, "x-order-id"))))
+		grpc.ChainUnaryInterceptor(outerUnary, grpclock.UnaryServerInterceptor(db, grpclock.FieldKey(ns, "value"), opts...)),
+		grpc.ChainStreamInterceptor(outerStream, grpclock.StreamServerInterceptor(db, grpclock.MetadataKey(ns, "x-order-id"), opts...)))
 	return conn, ended
 }
 
@@ -294,21 +295,7 @@ func testStreamCancelled(t *testing.T, db *sql.DB) {
 		locks, _ := pgtest.LocksOf(context.Background(), db, advisory.PairKey(ns, 42))
 		t.Errorf("the next stream for the order: %v (pg_locks now shows %v); ended: %v", err, locks, errors.Unwrap(await(t, ended)))
 	}
-	awaitIdle(t, db)
-}
-
-// awaitIdle waits until db has no connection in use. A transaction that
-// the call's context ended is rolled back by database/sql in a goroutine
-// of its own, so the connection may come back a moment after the call.
-func awaitIdle(t *testing.T, db *sql.DB) {
-	t.Helper()
-	deadline := time.Now().Add(safetyNet)
-	for db.Stats().InUse != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d connections still in use", db.Stats().InUse)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	pgtest.AwaitIdle(t, db)
 }
 
 // testNamespace gives each test its own key namespace, so that tests

@@ -46,6 +46,6 @@ func TestIntegrationTxOptions(t *testing.T) {
 				}
 			})
 		}
-		awaitIdle(t, tg.DB)
+		pgtest.AwaitIdle(t, tg.DB)
 	})
 }

@@ -20,7 +20,7 @@ func TestIntegrationClientGone(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Run("MidHandler", func(t *testing.T) { testGoneMidHandler(t, tg.DB) })
 		t.Run("DuringWait", func(t *testing.T) { testGoneDuringWait(t, tg.DB) })
-		awaitIdle(t, tg.DB)
+		pgtest.AwaitIdle(t, tg.DB)
 	})
 }
 
@@ -79,7 +79,7 @@ func testGoneMidHandler(t *testing.T, db *sql.DB) {
 		t.Errorf("the next request got %d (%v), want 200; the error handler got %v", r.status, r.err, awaitError(t, errs))
 	}
 	srv.Close() // waits for the handlers
-	awaitIdle(t, db)
+	pgtest.AwaitIdle(t, db)
 }
 
 // testGoneDuringWait: the client goes away while its request waits, on the
@@ -117,20 +117,5 @@ func testGoneDuringWait(t *testing.T, db *sql.DB) {
 		t.Error("rows do not match the requests' outcomes")
 	}
 	srv.Close()
-	awaitIdle(t, db)
-}
-
-// awaitIdle waits until db has no connection in use. A transaction that
-// the request's context ended is rolled back by database/sql in a
-// goroutine of its own, so the last connection may come back a moment
-// after the response.
-func awaitIdle(t *testing.T, db *sql.DB) {
-	t.Helper()
-	deadline := time.Now().Add(safetyNet)
-	for db.Stats().InUse != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d connections still in use", db.Stats().InUse)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	pgtest.AwaitIdle(t, db)
 }

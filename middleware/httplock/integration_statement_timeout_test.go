@@ -2,10 +2,8 @@ package httplock_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"net/http"
-	"net/url"
 	"testing"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
@@ -18,29 +16,6 @@ import (
 // Wait, so that the server, not Wait, ends the wait.
 const statementTimeout = "200ms"
 
-// openWithStatementTimeout opens a *sql.DB on tg's server and driver whose
-// sessions start with statement_timeout set, as a role or database setting
-// would set it, and checks that it took. It is closed at t's cleanup.
-func openWithStatementTimeout(t *testing.T, tg pgtest.Target) *sql.DB {
-	t.Helper()
-	u, err := url.Parse(tg.Server.DSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	// A startup parameter, which both drivers pass on to the server.
-	q.Set("statement_timeout", statementTimeout)
-	u.RawQuery = q.Encode()
-	srv := *tg.Server
-	srv.DSN = u.String()
-	db := srv.Open(t, tg.Driver)
-	var got string
-	if err := db.QueryRow("SHOW statement_timeout").Scan(&got); err != nil || got != statementTimeout {
-		t.Fatalf("SHOW statement_timeout = %q, %v; want %q", got, err, statementTimeout)
-	}
-	return db
-}
-
 // TestIntegrationStatementTimeout checks that a request whose wait for a
 // busy lock the server cancels, because the session's statement_timeout is
 // shorter than Wait, is answered as a busy lock: 409 Conflict with
@@ -49,17 +24,12 @@ func openWithStatementTimeout(t *testing.T, tg pgtest.Target) *sql.DB {
 func TestIntegrationStatementTimeout(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		ns := testNamespace(t)
-		holder, err := tg.DB.Conn(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer holder.Close()
-		if _, err := holder.ExecContext(context.Background(), "SELECT pg_advisory_lock($1, 42)", ns); err != nil {
-			t.Fatal(err)
-		}
+		holder := pgtest.Conn(t, tg.DB)
+		pgtest.Exec(t, holder, "SELECT pg_advisory_lock($1, 42)", ns)
 		defer holder.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1, 42)", ns)
 
-		db := openWithStatementTimeout(t, tg)
+		// A startup parameter, which both drivers pass on to the server.
+		db := pgtest.OpenSetting(t, tg, "statement_timeout", statementTimeout)
 		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { t.Error("the handler ran without the lock") })
 		srv := serve(t, routers[0].route(db, ns, []httplock.Option{httplock.Wait(safetyNet)}, h))
 		r := fetch(srv.URL + "/orders/42")
