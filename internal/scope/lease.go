@@ -181,13 +181,15 @@ func (l *Lease) beat() error {
 // lose records the loss, once, and cancels the lease's context.
 func (l *Lease) lose(cause error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.err != nil {
+		l.mu.Unlock()
 		return
 	}
 	err := FailKind("lease", l.key.String(), ErrLockLost, cause)
 	l.err = err
 	l.cancel(err)
+	l.mu.Unlock()
+	// The observer is the caller's code: it runs without the lease's lock.
 	if h := l.o.Observed(); h != nil {
 		h.Lost(l.ctx, l.key, cause)
 	}
