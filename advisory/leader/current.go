@@ -31,6 +31,8 @@ func (i Info) Since() time.Duration {
 	return time.Since(i.BackendStart)
 }
 
+// String describes the leader for a log line: its pid, and its
+// application name, user and client address when known.
 func (i Info) String() string {
 	s := fmt.Sprintf("pid %d", i.PID)
 	if i.ApplicationName != "" {
