@@ -14,8 +14,10 @@
 //  1. PGADVISORY_TEST_DSN names existing servers, as comma-separated
 //     postgres:// URLs. Nothing is started, and [StartServer] returns nil.
 //  2. A reachable Docker engine runs one container per image named in
-//     PGADVISORY_TEST_IMAGES (comma-separated; the default is postgres:17,
-//     the official image). CI sets it to the images that ci/build-images.sh
+//     PGADVISORY_TEST_IMAGES (comma-separated; the default is the newest
+//     local image ci/build-images.sh has built, pgadvisory/postgres:17 then
+//     :15, else postgres:17, the official image). CI sets it to the images
+//     that ci/build-images.sh
 //     builds from Debian packages, pgadvisory/postgres:15 and
 //     pgadvisory/postgres:17.
 //  3. Local PostgreSQL binaries, initdb and postgres, found in

@@ -245,3 +245,18 @@ func (b *tailBuffer) tail() string {
 	}
 	return "\nserver output:\n    " + strings.ReplaceAll(string(out), "\n", "\n    ")
 }
+
+// localImages are the images ci/build-images.sh builds, newest first.
+var localImages = []string{"pgadvisory/postgres:17", "pgadvisory/postgres:15"}
+
+// preferLocal returns the newest image ci/build-images.sh has built, when
+// one is present, instead of imgs: a machine without a registry cannot
+// pull the default image, and one that ran the test command has these.
+func preferLocal(pool *dockertest.Pool, imgs []string) []string {
+	for _, img := range localImages {
+		if _, err := pool.Client.InspectImage(img); err == nil {
+			return []string{img}
+		}
+	}
+	return imgs
+}

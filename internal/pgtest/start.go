@@ -62,6 +62,9 @@ func start(ctx context.Context, extra []string, first, dedicated bool) started {
 	}
 	if dockerErr == nil {
 		imgs := images()
+		if os.Getenv(envImages) == "" {
+			imgs = preferLocal(pool, imgs)
+		}
 		if first {
 			imgs = imgs[:1]
 		}
