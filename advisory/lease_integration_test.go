@@ -166,9 +166,15 @@ func TestLeaseIntegration(t *testing.T) {
 			if err := l.Release(ctx); !errors.Is(err, advisory.ErrLockLost) {
 				t.Fatalf("Release after loss = %v; want ErrLockLost", err)
 			}
+			// The observer hears of the loss right after Done closes.
+			err = pgtest.Poll(time.Millisecond, func() (bool, error) {
+				rec.mu.Lock()
+				defer rec.mu.Unlock()
+				return len(rec.losses) > 0, nil
+			})
 			rec.mu.Lock()
-			if len(rec.acquires) != 1 || len(rec.losses) != 1 || rec.losses[0].Cause == nil {
-				t.Errorf("observed %d acquisitions and losses %+v; want one of each, with a cause", len(rec.acquires), rec.losses)
+			if err != nil || len(rec.acquires) != 1 || len(rec.losses) != 1 || rec.losses[0].Cause == nil {
+				t.Errorf("observed %d acquisitions and losses %+v (%v); want one of each, with a cause", len(rec.acquires), rec.losses, err)
 			}
 			rec.mu.Unlock()
 			pgtest.AwaitFree(t, tg.DB, key)

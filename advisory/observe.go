@@ -27,7 +27,8 @@ type Observer interface {
 	// ObserveRelease reports a release: an unlock, the end of a session
 	// scope or lease, or the end of a transaction scope.
 	ObserveRelease(ctx context.Context, r Release)
-	// ObserveLoss reports a lease that was lost.
+	// ObserveLoss reports a lease that was lost, right after its context
+	// was cancelled.
 	ObserveLoss(ctx context.Context, l Loss)
 }
 
