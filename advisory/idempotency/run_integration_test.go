@@ -56,7 +56,7 @@ func TestRunExactlyOnceIntegration(t *testing.T) {
 					if i >= len(deliveries) {
 						return
 					}
-					key := fmt.Sprintf("op-%d", deliveries[i])
+					key := fmt.Sprintf("%s-op-%d", records, deliveries[i]) // apart from the other drivers' subtests
 					res, err := idempotency.Run(ctx, db, key, func(ctx context.Context, tx *sql.Tx) ([]byte, error) {
 						if _, err := tx.ExecContext(ctx, "INSERT INTO "+effects+" (op, delivery) VALUES ($1, $2)", key, i); err != nil {
 							return nil, err
@@ -90,7 +90,7 @@ func TestRunExactlyOnceIntegration(t *testing.T) {
 
 		// Every operation is replayed once more, after the commits.
 		for op := range ops {
-			key := fmt.Sprintf("op-%d", op)
+			key := fmt.Sprintf("%s-op-%d", records, op)
 			res, err := idempotency.Run(ctx, db, key, func(ctx context.Context, tx *sql.Tx) ([]byte, error) {
 				return nil, errors.New("ran again")
 			}, idempotency.Table(records))
@@ -122,6 +122,9 @@ func TestRunOutcomesIntegration(t *testing.T) {
 		db := tg.DB
 		name := tableName(t, db, "idem_outcomes")
 		table := idempotency.Table(name)
+		// The lock depends on the key alone, and the drivers' subtests
+		// run at once on one server: each names its operations apart.
+		k := func(op string) string { return name + ":" + op }
 		calls := 0
 		fn := func(value string) idempotency.Func {
 			return func(ctx context.Context, tx *sql.Tx) ([]byte, error) {
@@ -131,18 +134,18 @@ func TestRunOutcomesIntegration(t *testing.T) {
 		}
 
 		t.Run("MissingTableWithNoCreate", func(t *testing.T) {
-			_, err := idempotency.Run(ctx, db, "a", fn("x"), table, idempotency.NoCreate())
+			_, err := idempotency.Run(ctx, db, k("a"), fn("x"), table, idempotency.NoCreate())
 			if err == nil || calls != 0 {
 				t.Fatalf("Run on a missing table with NoCreate = %v after %d calls; want an error and no call", err, calls)
 			}
 		})
 
 		t.Run("RanThenDone", func(t *testing.T) {
-			res, err := idempotency.Run(ctx, db, "a", fn("first"), table) // creates the table
+			res, err := idempotency.Run(ctx, db, k("a"), fn("first"), table) // creates the table
 			if err != nil || res.Outcome != idempotency.Ran || string(res.Value) != "first" || res.At.IsZero() {
 				t.Fatalf("first Run = %+v, %v; want Ran with its value", res, err)
 			}
-			res2, err := idempotency.Run(ctx, db, "a", fn("second"), table)
+			res2, err := idempotency.Run(ctx, db, k("a"), fn("second"), table)
 			if err != nil || res2.Outcome != idempotency.Done || string(res2.Value) != "first" || !res2.At.Equal(res.At) {
 				t.Fatalf("second Run = %+v, %v; want Done with the first value and time", res2, err)
 			}
@@ -154,7 +157,7 @@ func TestRunOutcomesIntegration(t *testing.T) {
 		t.Run("NilValue", func(t *testing.T) {
 			nothing := func(ctx context.Context, tx *sql.Tx) ([]byte, error) { return nil, nil }
 			for _, want := range []idempotency.Outcome{idempotency.Ran, idempotency.Done} {
-				res, err := idempotency.Run(ctx, db, "nil", nothing, table)
+				res, err := idempotency.Run(ctx, db, k("nil"), nothing, table)
 				if err != nil || res.Outcome != want || res.Value != nil {
 					t.Fatalf("Run = %+v, %v; want %v with a nil value", res, err, want)
 				}
@@ -163,7 +166,7 @@ func TestRunOutcomesIntegration(t *testing.T) {
 
 		t.Run("FailureRecordsNothing", func(t *testing.T) {
 			boom := errors.New("boom")
-			_, err := idempotency.Run(ctx, db, "b", func(ctx context.Context, tx *sql.Tx) ([]byte, error) {
+			_, err := idempotency.Run(ctx, db, k("b"), func(ctx context.Context, tx *sql.Tx) ([]byte, error) {
 				if _, err := tx.ExecContext(ctx, "SELECT 1"); err != nil {
 					return nil, err
 				}
@@ -172,7 +175,7 @@ func TestRunOutcomesIntegration(t *testing.T) {
 			if !errors.Is(err, boom) {
 				t.Fatalf("Run = %v, want fn's error", err)
 			}
-			res, err := idempotency.Run(ctx, db, "b", fn("retried"), table)
+			res, err := idempotency.Run(ctx, db, k("b"), fn("retried"), table)
 			if err != nil || res.Outcome != idempotency.Ran || string(res.Value) != "retried" {
 				t.Fatalf("retry = %+v, %v; want Ran", res, err)
 			}
@@ -186,14 +189,14 @@ func TestRunOutcomesIntegration(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tx.Rollback()
-			if err := advisory.XactLock(ctx, tx, advisory.NameKey(idempotency.DefaultNamespace, "c")); err != nil {
+			if err := advisory.XactLock(ctx, tx, advisory.NameKey(idempotency.DefaultNamespace, k("c"))); err != nil {
 				t.Fatal(err)
 			}
-			res, err := idempotency.Run(ctx, db, "c", fn("c"), table)
+			res, err := idempotency.Run(ctx, db, k("c"), fn("c"), table)
 			if !errors.Is(err, idempotency.ErrInProgress) || !errors.Is(err, advisory.ErrNotAcquired) || res.Outcome != idempotency.InProgress {
 				t.Fatalf("Run = %+v, %v; want InProgress", res, err)
 			}
-			res, err = idempotency.Run(ctx, db, "c", fn("c"), table, idempotency.Wait(50*time.Millisecond))
+			res, err = idempotency.Run(ctx, db, k("c"), fn("c"), table, idempotency.Wait(50*time.Millisecond))
 			if !errors.Is(err, idempotency.ErrInProgress) || !errors.Is(err, advisory.ErrLockTimeout) || res.Outcome != idempotency.InProgress {
 				t.Fatalf("Run with a short Wait = %+v, %v; want InProgress", res, err)
 			}
@@ -201,14 +204,14 @@ func TestRunOutcomesIntegration(t *testing.T) {
 			// waiter waits: the waiter gets Done.
 			got := make(chan idempotency.Result, 1)
 			go func() {
-				res, err := idempotency.Run(ctx, db, "c", fn("waiter"), table, idempotency.Wait(time.Minute))
+				res, err := idempotency.Run(ctx, db, k("c"), fn("waiter"), table, idempotency.Wait(time.Minute))
 				if err != nil {
 					t.Error(err)
 				}
 				got <- res
 			}()
 			time.Sleep(100 * time.Millisecond)
-			if _, err := tx.ExecContext(ctx, "INSERT INTO "+name+" (key, result) VALUES ('c', 'holder')"); err != nil {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO "+name+" (key, result) VALUES ($1, 'holder')", k("c")); err != nil {
 				t.Fatal(err)
 			}
 			if err := tx.Commit(); err != nil {
@@ -223,14 +226,14 @@ func TestRunOutcomesIntegration(t *testing.T) {
 			// The client goes away while fn works: nothing is
 			// committed, and the next delivery runs.
 			cctx, ccancel := context.WithCancel(ctx)
-			_, err := idempotency.Run(cctx, db, "d", func(ctx context.Context, tx *sql.Tx) ([]byte, error) {
+			_, err := idempotency.Run(cctx, db, k("d"), func(ctx context.Context, tx *sql.Tx) ([]byte, error) {
 				ccancel()
 				return []byte("lost"), nil
 			}, table)
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("Run = %v, want context.Canceled", err)
 			}
-			res, err := idempotency.Run(ctx, db, "d", fn("again"), table)
+			res, err := idempotency.Run(ctx, db, k("d"), fn("again"), table)
 			if err != nil || res.Outcome != idempotency.Ran || string(res.Value) != "again" {
 				t.Fatalf("next delivery = %+v, %v; want Ran", res, err)
 			}
@@ -245,7 +248,7 @@ func TestRunOutcomesIntegration(t *testing.T) {
 			if err != nil || n < 4 {
 				t.Fatalf("Purge(1ms) = %d, %v; want every record", n, err)
 			}
-			res, err := idempotency.Run(ctx, db, "a", fn("after purge"), table)
+			res, err := idempotency.Run(ctx, db, k("a"), fn("after purge"), table)
 			if err != nil || res.Outcome != idempotency.Ran {
 				t.Fatalf("Run after Purge = %+v, %v; want Ran", res, err)
 			}

@@ -78,7 +78,7 @@ func (a *idemApp) handler(db *sql.DB, opts ...httplock.Option) http.Handler {
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, `{"id":%q,"delivery":%q}`, r.PathValue("id"), delivery)
 	})
-	opts = append([]httplock.Option{httplock.IdempotencyTable(a.records)}, opts...)
+	opts = append([]httplock.Option{httplock.IdempotencyTable(a.records), a.scope()}, opts...)
 	mux.Handle("POST /payments/{id}", httplock.Idempotent(db, opts...)(pay))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Lose-Response") == "" {
@@ -114,6 +114,12 @@ type idemResp struct {
 	location string
 	replayed bool
 	retry    string
+}
+
+// scope gives the app's keys a scope of their own: the lock depends on the
+// key alone, and the drivers' subtests run at once on one server.
+func (a *idemApp) scope() httplock.Option {
+	return httplock.IdempotencyScope(func(*http.Request) (string, error) { return a.records, nil })
 }
 
 // post sends a payment request with an Idempotency-Key.
@@ -324,7 +330,7 @@ func TestIdempotentCasesIntegration(t *testing.T) {
 			}
 		})
 		t.Run("BadKey", func(t *testing.T) {
-			h := httplock.Idempotent(tg.DB, httplock.IdempotencyTable(app.records))(http.NotFoundHandler())
+			h := httplock.Idempotent(tg.DB, httplock.IdempotencyTable(app.records), app.scope())(http.NotFoundHandler())
 			for _, key := range []string{"k\x7f", strings.Repeat("k", httplock.MaxIdempotencyKeyLen+1)} {
 				rec := httptest.NewRecorder()
 				req := httptest.NewRequest("POST", "/payments/4", nil)
@@ -345,7 +351,7 @@ func TestIdempotentCasesIntegration(t *testing.T) {
 				<-release
 				w.WriteHeader(http.StatusNoContent)
 			})
-			h := httplock.Idempotent(tg.DB, httplock.IdempotencyTable(app.records))(slow)
+			h := httplock.Idempotent(tg.DB, httplock.IdempotencyTable(app.records), app.scope())(slow)
 			done := make(chan int)
 			go func() {
 				rec := httptest.NewRecorder()
@@ -380,7 +386,7 @@ func TestIdempotentCasesIntegration(t *testing.T) {
 					t.Errorf("Write = %v, want ErrResponseTooLarge", err)
 				}
 			})
-			h := httplock.Idempotent(tg.DB, httplock.IdempotencyTable(app.records), httplock.MaxResponseBytes(1024))(big)
+			h := httplock.Idempotent(tg.DB, httplock.IdempotencyTable(app.records), app.scope(), httplock.MaxResponseBytes(1024))(big)
 			rec := httptest.NewRecorder()
 			req := httptest.NewRequest("POST", "/big", nil)
 			req.Header.Set(httplock.IdempotencyKeyHeader, "big")
