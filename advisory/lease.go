@@ -37,8 +37,22 @@ import (
 // trips, each heartbeat one, and Release one.
 type Lease struct {
 	key Key
-	l   *scope.Lease
+	l   holder
 }
+
+// holder is what holds a lease's lock: a connection of the lease's own
+// ([Acquire], [Watch]), or a connection it shares with others ([Locker]).
+type holder interface {
+	Context() context.Context
+	Err() error
+	Token() int64
+	Release(ctx context.Context) error
+}
+
+var (
+	_ holder = (*scope.Lease)(nil)
+	_ holder = (*scope.MuxLease)(nil)
+)
 
 // Acquire takes a session lock on key on a connection of its own from db,
 // as [Lock] does (or as [Try], [Timeout] and [Shared] say), and returns
@@ -100,17 +114,13 @@ func Watch(ctx context.Context, conn *sql.Conn, key Key, opts ...Option) (*Lease
 	return &Lease{key: key, l: l}, nil
 }
 
-// badConnTries bounds how often Acquire takes a fresh connection when the
-// pool hands it a dead one, as database/sql does for its own statements.
-const badConnTries = 3
-
 func acquireLease(ctx context.Context, db *sql.DB, key sqltext.Key, o *scope.Options) (*scope.Lease, error) {
 	for try := 1; ; try++ {
 		l, err := acquireOnce(ctx, db, key, o)
 		// driver.ErrBadConn means the driver sent nothing: the pooled
 		// session had died, as when its backend was terminated while
 		// idle. Nothing was taken on it.
-		if err == nil || try == badConnTries || !errors.Is(err, driver.ErrBadConn) || ctx.Err() != nil {
+		if err == nil || try == scope.BadConnTries || !errors.Is(err, driver.ErrBadConn) || ctx.Err() != nil {
 			return l, err
 		}
 	}

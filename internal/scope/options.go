@@ -23,6 +23,9 @@ type Options struct {
 	Watched   bool          // Heartbeat was given: a session scope runs as a lease
 	Fencing   bool          // a lease takes a fencing token
 
+	MaxConns    int  // a Locker's connections
+	MaxConnsSet bool // MaxConns was given
+
 	Hooks Hooks // observe this call with these rather than the default
 }
 
@@ -53,6 +56,8 @@ func Parse[O ~func(*Options)](opts []O) (Options, error) {
 		return o, fmt.Errorf("%w: Timeout(%v) exceeds the server's limit of %d ms", ErrBadOption, o.Timeout, math.MaxInt32)
 	case o.Try && o.Bounded:
 		return o, fmt.Errorf("%w: Try and Timeout cannot be combined", ErrBadOption)
+	case o.MaxConnsSet && o.MaxConns < 1:
+		return o, fmt.Errorf("%w: MaxConns(%d) must be at least 1", ErrBadOption, o.MaxConns)
 	case o.Watched && o.Heartbeat < time.Millisecond:
 		return o, fmt.Errorf("%w: Heartbeat(%v) must be at least a millisecond", ErrBadOption, o.Heartbeat)
 	}

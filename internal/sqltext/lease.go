@@ -33,7 +33,7 @@ func heldBy(pid string, shared bool, key Key) string {
 // starts a lease. One name serves every key: a session carries one lease,
 // and a pooled session that carried many keeps one setting, not one per
 // key.
-func leaseMark(Key) string { return "pgadvisory.lease" }
+func leaseMark(Key) string { return markSetting }
 
 // Holds returns the statement that proves a lease: it affects one row when
 // backend pid is the session's own, holds key in the lease's mode, and

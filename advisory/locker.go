@@ -1,0 +1,141 @@
+package advisory
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/pgadvisory/pgadvisory/internal/scope"
+)
+
+// A Locker holds many leases on a few connections. Where [Acquire] pins a
+// connection for each key held, a Locker carries every lease on at most
+// [MaxConns] dedicated connections (4 by default), so one process can hold
+// a lock per tenant, per partition or per job, tens of thousands of keys,
+// without running the server out of connections. Its leases are the same
+// [*Lease] that Acquire returns, with the same guarantees: a loss is
+// signalled within two heartbeat intervals, fencing tokens are strictly
+// increasing, and nothing is left held.
+//
+// Create one Locker per process and database, and [Locker.Close] it when
+// the process is done with it:
+//
+//	locker, err := advisory.NewLocker(db)
+//	...
+//	defer locker.Close(context.Background())
+//	l, err := locker.Acquire(ctx, advisory.NameKey(tenants, id), advisory.Try())
+//
+// # Costs
+//
+// One heartbeat per connection proves every lease on it: one round trip
+// that counts the locks the session holds (a second one, only when some
+// are missing, finds which). A try costs one round trip on a connection,
+// and a release one; opening a connection, for the first acquisitions,
+// costs one more. Statements on a connection are serialised, without a
+// goroutine per lease: the leases on one connection share its round
+// trips, so a Locker trades latency under load for connections.
+//
+// # Waiting
+//
+// A wait must not stall the statements of the other leases on a
+// connection, so a Locker never waits on one. An acquisition that finds
+// its key busy, without [Try], waits for it on a connection of its own
+// from db, which takes the key and lets it go at once, back to the pool;
+// then a Locker connection tries the key again. If another session took
+// the key in between, which only a session that was itself waiting for it
+// can do, the wait starts again, so a Locker yields to such sessions
+// rather than queueing fairly among them. Keys that are often contended
+// are better taken with [Acquire] or transaction locks.
+//
+// So a Locker uses at most MaxConns connections to hold its leases, plus
+// one for each acquisition that is waiting for a busy key at the time; all
+// come from db, within its SetMaxOpenConns.
+//
+// Within the process, a Locker arbitrates its own keys without a round
+// trip: on one session the server would let the same key stack, so an
+// acquisition that conflicts with a lease of the same Locker waits for
+// that lease's release (or, with Try, fails at once).
+//
+// # Capacity
+//
+// Held advisory locks live in the server's shared lock table, which holds
+// max_locks_per_transaction × (max_connections +
+// max_prepared_transactions) locks for the whole server, and for every
+// other kind of lock too. A Locker that holds n keys needs n of its
+// slots. When the table is full, Acquire fails with an error matching
+// [ErrLockTableFull]; the Locker and its other leases go on working.
+type Locker struct {
+	m *scope.Mux
+}
+
+// MaxConns sets how many connections a [Locker] holds its leases on, at
+// most; the default is 4. It must be at least 1. The other functions
+// ignore it.
+func MaxConns(n int) Option {
+	return func(o *scope.Options) { o.MaxConns, o.MaxConnsSet = n, true }
+}
+
+// ErrLockerClosed is returned by [Locker.Acquire] after [Locker.Close].
+var ErrLockerClosed = scope.ErrLockerClosed
+
+// NewLocker returns a Locker that holds leases on connections from db. It
+// takes [MaxConns], [Heartbeat] (the interval of each connection's
+// heartbeat; 5 seconds by default) and [WithObserver]; the options of
+// each lease go to [Locker.Acquire]. It opens no connection until the
+// first acquisition.
+func NewLocker(db *sql.DB, opts ...Option) (*Locker, error) {
+	if db == nil {
+		return nil, errNilDB
+	}
+	o, err := scope.Parse(opts)
+	if err != nil {
+		return nil, err
+	}
+	if o.Try || o.Bounded || o.Shared || o.Fencing || o.TxOpts != nil {
+		return nil, fmt.Errorf("%w: NewLocker takes MaxConns, Heartbeat and WithObserver; give Try, Timeout, Shared and Fencing to each Acquire", scope.ErrBadOption)
+	}
+	n := scope.DefaultMaxConns
+	if o.MaxConnsSet {
+		n = o.MaxConns
+	}
+	return &Locker{m: scope.NewMux(db, n, o.HeartbeatInterval(), o.Hooks)}, nil
+}
+
+// Acquire takes a session lock on key on one of the Locker's connections,
+// as [Lock] does, or as [Try], [Timeout] and [Shared] say, and returns the
+// lease that holds it; [Fencing] gives it a token. The lock is released
+// by [Lease.Release], by [Locker.Close], or when the lease is lost. ctx
+// bounds the acquisition only; the lease outlives it, and its context
+// keeps ctx's values.
+//
+// When the lock is not granted the error matches [ErrNotAcquired],
+// [ErrLockTimeout], [ErrLockTableFull], [ErrLockerClosed], or ctx.Err();
+// a server that is a hot standby gives [ErrStandby], and a connection
+// found shared with other clients, as behind a transaction pooler,
+// [ErrSharedSession]. On any error, nothing is held.
+//
+// [Lease.Release] on the lease waits for its connection's turn even when
+// its ctx has ended, so that a cancelled caller still releases: each
+// statement on the connection is bounded by the heartbeat interval.
+func (lk *Locker) Acquire(ctx context.Context, key Key, opts ...Option) (*Lease, error) {
+	o, err := scope.Parse(opts)
+	if err != nil {
+		return nil, err
+	}
+	if o.Watched || o.MaxConnsSet || o.TxOpts != nil {
+		return nil, fmt.Errorf("%w: Locker.Acquire takes Try, Timeout, Shared, Fencing and WithObserver; give MaxConns and Heartbeat to NewLocker", scope.ErrBadOption)
+	}
+	l, err := lk.m.Acquire(ctx, key.sql(), &o)
+	if err != nil {
+		return nil, err
+	}
+	return &Lease{key: key, l: l}, nil
+}
+
+// Close releases every lease the Locker holds, with one statement per
+// connection, and returns its connections to the pool. The leases'
+// contexts are cancelled, and their Err reports [context.Canceled], as
+// after [Lease.Release]. Later acquisitions fail with [ErrLockerClosed].
+// When ctx ends first, or a connection does not answer, its session is
+// closed instead, which releases its locks as well.
+func (lk *Locker) Close(ctx context.Context) error { return lk.m.Close(ctx) }

@@ -1,0 +1,319 @@
+package advisory_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+)
+
+// Integration tests of the multiplexed Locker: what each option does,
+// where a Locker waits, and what Close leaves.
+
+// newLocker returns a Locker on db, closed at t's end.
+func newLocker(t *testing.T, db *sql.DB, opts ...advisory.Option) *advisory.Locker {
+	t.Helper()
+	lk, err := advisory.NewLocker(db, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lk.Close(context.Background()) })
+	return lk
+}
+
+// pgBackendsOfApp returns how many backends of app hold advisory locks,
+// and how many locks they hold.
+func pgBackendsOfApp(t *testing.T, obs *sql.DB, app string) (backends, locks int) {
+	t.Helper()
+	err := obs.QueryRowContext(context.Background(), `SELECT count(DISTINCT l.pid), count(*) FROM pg_locks l
+		JOIN pg_stat_activity a USING (pid) WHERE l.locktype = 'advisory' AND l.granted AND a.application_name = $1`, app).Scan(&backends, &locks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return backends, locks
+}
+
+func TestLockerIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		keys := newPGKeys()
+
+		t.Run("AcquireRelease", func(t *testing.T) {
+			t.Parallel()
+			lk := newLocker(t, tg.DB, advisory.Heartbeat(100*time.Millisecond))
+			key := keys.nextPair()
+			l, err := lk.Acquire(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.Key() != key || l.Err() != nil || l.Token() != 0 {
+				t.Fatalf("Key %v, Err %v, Token %d", l.Key(), l.Err(), l.Token())
+			}
+			other := pgtest.Conn(t, tg.DB)
+			if ok, err := advisory.TryLock(ctx, other, key); ok || err != nil {
+				t.Fatalf("TryLock while leased = %v, %v", ok, err)
+			}
+			time.Sleep(300 * time.Millisecond) // a few heartbeats
+			if err := l.Err(); err != nil {
+				t.Fatalf("lease lost while held: %v", err)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatalf("second Release: %v", err)
+			}
+			if !errors.Is(l.Err(), context.Canceled) {
+				t.Fatalf("Err after Release = %v; want context.Canceled", l.Err())
+			}
+			if ok, err := advisory.TryLock(ctx, other, key); !ok || err != nil {
+				t.Fatalf("TryLock after Release = %v, %v", ok, err)
+			}
+		})
+
+		t.Run("TryBusy", func(t *testing.T) {
+			t.Parallel()
+			lk := newLocker(t, tg.DB)
+			key := keys.next()
+			holder := pgtest.Conn(t, tg.DB)
+			if err := advisory.Lock(ctx, holder, key); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := lk.Acquire(ctx, key, advisory.Try()); !errors.Is(err, advisory.ErrNotAcquired) {
+				t.Fatalf("Try on a key another session holds: %v; want ErrNotAcquired", err)
+			}
+			if _, err := lk.Acquire(ctx, key, advisory.Timeout(50*time.Millisecond)); !errors.Is(err, advisory.ErrLockTimeout) {
+				t.Fatalf("Timeout on a key another session holds: %v; want ErrLockTimeout", err)
+			}
+			cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			defer cancel()
+			if _, err := lk.Acquire(cctx, key); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("wait past ctx's deadline: %v; want context.DeadlineExceeded", err)
+			}
+		})
+
+		t.Run("OwnKeys", func(t *testing.T) {
+			t.Parallel()
+			// One session would let a key stack: the Locker arbitrates
+			// its own keys, on any connection.
+			lk := newLocker(t, tg.DB, advisory.MaxConns(1))
+			key := keys.next()
+			l, err := lk.Acquire(ctx, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := lk.Acquire(ctx, key, advisory.Try()); !errors.Is(err, advisory.ErrNotAcquired) {
+				t.Fatalf("Try on the Locker's own key: %v; want ErrNotAcquired", err)
+			}
+			if _, err := lk.Acquire(ctx, key, advisory.Timeout(20*time.Millisecond)); !errors.Is(err, advisory.ErrLockTimeout) {
+				t.Fatalf("Timeout on the Locker's own key: %v; want ErrLockTimeout", err)
+			}
+			got := make(chan error, 1)
+			go func() {
+				l2, err := lk.Acquire(ctx, key)
+				if err == nil {
+					err = l2.Release(ctx)
+				}
+				got <- err
+			}()
+			time.Sleep(50 * time.Millisecond)
+			select {
+			case err := <-got:
+				t.Fatalf("second Acquire returned %v while the first lease held the key", err)
+			default:
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-got; err != nil {
+				t.Fatalf("second Acquire after the first lease's release: %v", err)
+			}
+		})
+
+		t.Run("WaitForAnotherSession", func(t *testing.T) {
+			t.Parallel()
+			lk := newLocker(t, tg.DB, advisory.MaxConns(1))
+			key := keys.next()
+			holder := pgtest.Conn(t, tg.DB)
+			if err := advisory.Lock(ctx, holder, key); err != nil {
+				t.Fatal(err)
+			}
+			// Another lease on the Locker's one connection, which the
+			// wait must not stall.
+			other, err := lk.Acquire(ctx, keys.next())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan error, 1)
+			var l *advisory.Lease
+			go func() {
+				var err error
+				l, err = lk.Acquire(ctx, key)
+				got <- err
+			}()
+			pgtest.AwaitWaiting(t, tg.DB, key)
+			if err := other.Release(ctx); err != nil {
+				t.Fatalf("release during another acquisition's wait: %v", err)
+			}
+			if err := advisory.Unlock(ctx, holder, key); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-got; err != nil {
+				t.Fatalf("Acquire after the holder let go: %v", err)
+			}
+			if pid := pgLeasePID(t, tg.DB, key); pid == pgtest.PID(t, holder) {
+				t.Fatal("the holder still holds the key")
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+
+		t.Run("Shared", func(t *testing.T) {
+			t.Parallel()
+			lk := newLocker(t, tg.DB, advisory.MaxConns(2))
+			key := keys.next()
+			var ls []*advisory.Lease
+			for range 3 {
+				l, err := lk.Acquire(ctx, key, advisory.Shared(), advisory.Try())
+				if err != nil {
+					t.Fatal(err)
+				}
+				ls = append(ls, l)
+			}
+			if _, err := lk.Acquire(ctx, key, advisory.Try()); !errors.Is(err, advisory.ErrNotAcquired) {
+				t.Fatalf("exclusive Try while shared leases hold: %v; want ErrNotAcquired", err)
+			}
+			other := pgtest.Conn(t, tg.DB)
+			if ok, err := advisory.TryLock(ctx, other, key); ok || err != nil {
+				t.Fatalf("another session's exclusive TryLock = %v, %v", ok, err)
+			}
+			for _, l := range ls {
+				if err := l.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if ok, err := advisory.TryLock(ctx, other, key); !ok || err != nil {
+				t.Fatalf("TryLock after the shared leases' release = %v, %v", ok, err)
+			}
+		})
+
+		t.Run("Fencing", func(t *testing.T) {
+			t.Parallel()
+			lk := newLocker(t, tg.DB)
+			key := keys.next()
+			var last int64
+			for range 5 {
+				l, err := lk.Acquire(ctx, key, advisory.Fencing())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if l.Token() <= last {
+					t.Fatalf("token %d after %d", l.Token(), last)
+				}
+				last = l.Token()
+				if err := l.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// A single lease on the same key continues the sequence.
+			l, err := advisory.Acquire(ctx, tg.DB, key, advisory.Fencing())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Release(ctx)
+			if l.Token() <= last {
+				t.Fatalf("Acquire's token %d after the Locker's %d", l.Token(), last)
+			}
+		})
+
+		t.Run("ConnectionBound", func(t *testing.T) {
+			t.Parallel()
+			app := pgtest.UniqueName("advisory-")
+			db := pgtest.OpenApp(t, tg, app)
+			lk := newLocker(t, db, advisory.MaxConns(3))
+			var wg sync.WaitGroup
+			ls := make([]*advisory.Lease, 200)
+			for i := range ls {
+				wg.Go(func() {
+					l, err := lk.Acquire(ctx, keys.next())
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					ls[i] = l
+				})
+			}
+			wg.Wait()
+			if backends, locks := pgBackendsOfApp(t, tg.DB, app); backends > 3 || locks != len(ls) {
+				t.Fatalf("%d locks on %d backends; want %d on at most 3", locks, backends, len(ls))
+			}
+			for _, l := range ls {
+				if l != nil {
+					if err := l.Release(ctx); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			pgRequireNoAppLocks(t, tg.DB, app)
+		})
+
+		t.Run("Close", func(t *testing.T) {
+			t.Parallel()
+			app := pgtest.UniqueName("advisory-")
+			db := pgtest.OpenApp(t, tg, app)
+			lk, err := advisory.NewLocker(db, advisory.MaxConns(2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ls []*advisory.Lease
+			for range 10 {
+				l, err := lk.Acquire(ctx, keys.next())
+				if err != nil {
+					t.Fatal(err)
+				}
+				ls = append(ls, l)
+			}
+			if err := lk.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range ls {
+				<-l.Done()
+				if !errors.Is(l.Err(), context.Canceled) {
+					t.Fatalf("Err after Close = %v; want context.Canceled", l.Err())
+				}
+				if err := l.Release(ctx); err != nil {
+					t.Fatalf("Release after Close = %v; want nil", err)
+				}
+			}
+			if _, err := lk.Acquire(ctx, keys.next()); !errors.Is(err, advisory.ErrLockerClosed) {
+				t.Fatalf("Acquire after Close: %v; want ErrLockerClosed", err)
+			}
+			pgRequireNoAppLocks(t, tg.DB, app)
+		})
+
+		t.Run("Options", func(t *testing.T) {
+			t.Parallel()
+			if _, err := advisory.NewLocker(nil); err == nil {
+				t.Fatal("NewLocker(nil) succeeded")
+			}
+			for _, bad := range [][]advisory.Option{{advisory.MaxConns(0)}, {advisory.Try()}, {advisory.Fencing()}, {advisory.Heartbeat(0)}} {
+				if _, err := advisory.NewLocker(tg.DB, bad...); err == nil {
+					t.Errorf("NewLocker with a bad option succeeded")
+				}
+			}
+			lk := newLocker(t, tg.DB)
+			for _, bad := range [][]advisory.Option{{advisory.MaxConns(2)}, {advisory.Heartbeat(time.Second)}, {advisory.Try(), advisory.Timeout(time.Second)}} {
+				if _, err := lk.Acquire(ctx, keys.next(), bad...); err == nil {
+					t.Errorf("Acquire with a bad option succeeded")
+				}
+			}
+		})
+	})
+}

@@ -1,0 +1,335 @@
+package scope
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+)
+
+// A lockID is what pg_locks shows of a carrier's hold: a key and a mode.
+type lockID struct {
+	key    sqltext.Key
+	shared bool
+}
+
+// A carrier is one of a Mux's connections. It holds many leases' locks on
+// one session, and proves them all with one heartbeat. Statements on it
+// are serialised by its turn: a goroutine sends one only while it holds
+// the turn, and gives it back at once, so no goroutine per lease is
+// needed. Every statement is bounded by the heartbeat interval, and one
+// that is not answered in time loses the carrier.
+type carrier struct {
+	m         *Mux
+	conn      *sql.Conn
+	pid, mark int64
+
+	turn chan struct{} // holds a token while a statement is in flight
+	dead chan struct{} // closed when the carrier is lost
+	stop chan struct{} // closed by Close
+	done chan struct{} // closed when the heartbeat has stopped
+
+	// Guarded by m.mu.
+	leases map[*MuxLease]struct{}
+	lost   error
+
+	// Guarded by the turn: what pg_locks must show for this session, and
+	// how many leases hold each lock.
+	locks map[lockID]int
+
+	downOnce sync.Once
+}
+
+// openCarrier takes a connection from db and starts a carrier on it: one
+// round trip learns the backend, refuses a hot standby, and leaves the
+// carrier's mark on the session.
+func (m *Mux) openCarrier(ctx context.Context) (*carrier, error) {
+	var err error
+	for try := 1; try <= BadConnTries; try++ {
+		var c *carrier
+		if c, err = m.openCarrierOnce(ctx); err == nil {
+			return c, nil
+		}
+		if !retryable(ctx, err) {
+			break
+		}
+	}
+	return nil, err
+}
+
+func (m *Mux) openCarrierOnce(ctx context.Context) (*carrier, error) {
+	conn, err := m.db.Conn(ctx)
+	if err != nil {
+		return nil, Fail(ctx, "connect", "", err)
+	}
+	c := &carrier{
+		m: m, conn: conn,
+		turn: make(chan struct{}, 1), dead: make(chan struct{}),
+		stop: make(chan struct{}), done: make(chan struct{}),
+		leases: map[*MuxLease]struct{}{}, locks: map[lockID]int{},
+	}
+	var standby bool
+	err = conn.QueryRowContext(ctx, sqltext.CarrierStart).Scan(&c.pid, &standby, &c.mark)
+	switch {
+	case err != nil:
+		err = Fail(ctx, "lease", "", err)
+	case standby:
+		err = FailKind("lease", "", ErrStandby, nil)
+	}
+	if err != nil {
+		Discard(conn)
+		_ = conn.Close()
+		return nil, err
+	}
+	go c.watch()
+	return c, nil
+}
+
+// retryable reports whether an error that ended a carrier's start or a
+// statement on it is worth another connection: the session was gone
+// before it did anything.
+func retryable(ctx context.Context, err error) bool {
+	return ctx.Err() == nil && (errors.Is(err, errCarrierLost) || isBadConn(err))
+}
+
+// errCarrierLost is returned by a statement on a carrier that was lost
+// before or while it ran. Nothing was taken by it.
+var errCarrierLost = errors.New("advisory: the connection was lost")
+
+// take waits for the carrier's turn. It fails when ctx ends first or the
+// carrier is lost.
+func (c *carrier) take(ctx context.Context) error {
+	select {
+	case c.turn <- struct{}{}:
+	case <-c.dead:
+		return errCarrierLost
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-c.dead:
+		c.give()
+		return errCarrierLost
+	default:
+		return nil
+	}
+}
+
+// give hands the turn back.
+func (c *carrier) give() { <-c.turn }
+
+// run sends one statement, f, on the carrier while holding the turn,
+// bounded by the heartbeat interval. A statement not answered in time
+// loses the carrier at once, though f returns only when the driver gives
+// up.
+func (c *carrier) run(f func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), c.m.interval)
+	defer cancel()
+	defer context.AfterFunc(ctx, func() {
+		c.lose(fmt.Errorf("no answer within %v", c.m.interval))
+	})()
+	err := f(ctx)
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	return err
+}
+
+// survives reports whether the session outlives a statement that failed
+// with err: the server answered with an error that takes and releases
+// nothing. Anything else leaves the session in doubt.
+func survives(err error) bool {
+	switch SQLState(err) {
+	case "53200", // out of shared memory: the lock table is full
+		"42P01": // the fencing sequence does not exist yet
+		return true
+	}
+	return false
+}
+
+// hold records a new lease on the carrier. The caller holds the turn.
+func (c *carrier) hold(l *MuxLease) bool {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	if c.lost != nil {
+		return false
+	}
+	c.leases[l] = struct{}{}
+	c.locks[lockID{l.key, l.shared}]++
+	return true
+}
+
+// drop forgets a lease on the carrier, and reports whether the carrier
+// still knew it; the caller then ends the lease's hold on its key in the
+// Mux. The caller holds the turn.
+func (c *carrier) drop(l *MuxLease) bool {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	if _, ok := c.leases[l]; !ok {
+		return false
+	}
+	delete(c.leases, l)
+	id := lockID{l.key, l.shared}
+	if c.locks[id]--; c.locks[id] == 0 {
+		delete(c.locks, id)
+	}
+	return true
+}
+
+// lose ends the carrier, once: every lease on it is lost with cause, and
+// the session is discarded once the statement in flight, if any, has
+// returned.
+func (c *carrier) lose(cause error) { c.end(cause, true) }
+
+// end ends the carrier, once, for cause: its leases are lost, or, when
+// !lost, end as released. It reports whether this call ended it.
+func (c *carrier) end(cause error, lost bool) bool {
+	m := c.m
+	m.mu.Lock()
+	if c.lost != nil {
+		m.mu.Unlock()
+		return false
+	}
+	c.lost = cause
+	close(c.dead)
+	m.removeLocked(c)
+	leases := c.leases
+	c.leases = nil
+	for l := range leases {
+		m.unreserveLocked(l.key)
+	}
+	m.mu.Unlock()
+	for l := range leases {
+		if lost {
+			l.lose(cause)
+		} else {
+			l.end(cause)
+		}
+	}
+	return true
+}
+
+// teardown discards the session of an ended carrier, once, after the
+// statement in flight, if any, has returned. It keeps the turn, so that
+// nothing is sent on the session again.
+func (c *carrier) teardown() {
+	c.downOnce.Do(func() {
+		c.turn <- struct{}{}
+		Discard(c.conn)
+		_ = c.conn.Close()
+	})
+}
+
+// watch runs the heartbeat until the carrier is lost or closed. After a
+// loss it discards the session, once the statement in flight has returned.
+func (c *carrier) watch() {
+	defer close(c.done)
+	t := time.NewTimer(c.m.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-c.dead:
+			c.teardown()
+			return
+		case <-t.C:
+		}
+		c.beat()
+		t.Reset(c.m.interval)
+	}
+}
+
+// beat proves every lock on the carrier with one round trip, which counts
+// the locks the session holds. Only when some are missing does a second
+// statement find which, and only their leases are lost.
+func (c *carrier) beat() {
+	if c.take(context.Background()) != nil {
+		return
+	}
+	defer c.give()
+	var n int
+	err := c.run(func(ctx context.Context) error {
+		return c.conn.QueryRowContext(ctx, sqltext.CarrierCount(c.pid, c.mark)).Scan(&n)
+	})
+	switch {
+	case err != nil:
+		c.lose(fmt.Errorf("heartbeat: %w", err))
+	case n == 0 && len(c.locks) > 0:
+		c.lose(errors.New("heartbeat: the session no longer holds its locks"))
+	case n < len(c.locks):
+		c.loseMissing()
+	}
+}
+
+// loseMissing finds which locks the session no longer holds, and loses
+// the leases on them alone. The caller holds the turn.
+func (c *carrier) loseMissing() {
+	held := map[lockID]bool{}
+	err := c.run(func(ctx context.Context) error {
+		rows, err := c.conn.QueryContext(ctx, sqltext.CarrierHeld(c.pid, c.mark))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var classid, objid int64
+			var objsubid int
+			var shared bool
+			if err := rows.Scan(&classid, &objid, &objsubid, &shared); err != nil {
+				return err
+			}
+			held[lockID{sqltext.KeyFromTag(classid, objid, objsubid), shared}] = true
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		c.lose(fmt.Errorf("heartbeat: %w", err))
+		return
+	}
+	var lost []*MuxLease
+	c.m.mu.Lock()
+	for l := range c.leases {
+		if !held[lockID{l.key, l.shared}] {
+			lost = append(lost, l)
+		}
+	}
+	c.m.mu.Unlock()
+	for _, l := range lost {
+		c.drop(l)
+		c.m.unreserve(l.key)
+		l.lose(errors.New("heartbeat: the session no longer holds the lock"))
+	}
+}
+
+// close releases every lock on the carrier with one statement and
+// returns its connection to the pool, for Mux.Close; its leases end as
+// released. When ctx ends first or the statement fails, the session is
+// discarded instead, which releases the locks as well.
+func (c *carrier) close(ctx context.Context) error {
+	close(c.stop)
+	<-c.done
+	err := c.take(ctx)
+	if err == nil {
+		err = c.run(func(ctx context.Context) error {
+			_, err := c.conn.ExecContext(ctx, sqltext.UnlockAll)
+			return err
+		})
+		c.give()
+	}
+	if !c.end(errLockerClosed, false) {
+		// Lost before Close, or while it released.
+		go c.teardown()
+		return nil
+	}
+	if err != nil {
+		go c.teardown()
+		return Fail(ctx, "close", "", err)
+	}
+	_ = c.conn.Close()
+	return nil
+}

@@ -1,0 +1,310 @@
+package scope
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+)
+
+// DefaultMaxConns is how many connections a Mux holds leases on when
+// MaxConns is not given.
+const DefaultMaxConns = 4
+
+// BadConnTries bounds how often a statement that found its pooled
+// connection dead is tried on another, as database/sql does for its own.
+const BadConnTries = 3
+
+// errLockerClosed is the cause of a Mux's leases' contexts after Close,
+// and the error of an acquisition that Close overtook.
+var errLockerClosed = errors.New("advisory: locker closed")
+
+// ErrLockerClosed is returned by an acquisition on a closed Mux.
+var ErrLockerClosed = errLockerClosed
+
+// A Mux holds many leases on a few connections, its carriers: at most max
+// of them hold leases, each proved by one heartbeat. A key held by one of
+// its leases is arbitrated in the process: a second acquisition that
+// conflicts with it waits for it, or gives up, without a round trip, since
+// on one session the server would let it stack instead.
+type Mux struct {
+	db       *sql.DB
+	max      int
+	interval time.Duration
+	hooks    Hooks // the Mux's own, or nil for the default
+
+	mu       sync.Mutex
+	carriers []*carrier
+	opening  int                       // carriers being opened
+	changed  chan struct{}             // closed and replaced when carriers change
+	held     map[sqltext.Key]*keyHolds // keys held or being taken
+	closed   bool
+}
+
+// keyHolds are a process's holds on one key: the leases on it and the
+// acquisitions in flight.
+type keyHolds struct {
+	shared bool
+	n      int
+	free   chan struct{} // closed when n drops to 0
+}
+
+// NewMux returns a Mux that holds leases on at most max connections from
+// db, each with a heartbeat every interval.
+func NewMux(db *sql.DB, max int, interval time.Duration, hooks Hooks) *Mux {
+	return &Mux{db: db, max: max, interval: interval, hooks: hooks,
+		changed: make(chan struct{}), held: map[sqltext.Key]*keyHolds{}}
+}
+
+// observed returns the hooks of an acquisition made with o.
+func (m *Mux) observed(o *Options) Hooks {
+	if o.Hooks != nil {
+		return o.Hooks
+	}
+	if m.hooks != nil {
+		return m.hooks
+	}
+	return DefaultHooks()
+}
+
+// Acquire takes key as o says (Try, Timeout, Shared, Fencing) on one of
+// the Mux's carriers, and returns its lease. A try costs one round trip
+// on a carrier. A wait first tries, and when the key is busy waits for it
+// on a connection of its own, which then lets the key go so that a
+// carrier can take it; if another session takes it first, the wait
+// starts again.
+func (m *Mux) Acquire(ctx context.Context, key sqltext.Key, o *Options) (*MuxLease, error) {
+	op, _ := o.LockStatement(false, key)
+	h := m.observed(o)
+	start := now(h)
+	l, err := m.acquire(ctx, key, o, op, h)
+	if h != nil {
+		busy := errors.Is(err, ErrNotAcquired)
+		var herr error
+		if !busy {
+			herr = err
+		}
+		h.Acquired(ctx, op, []sqltext.Key{key}, since(h, start), err == nil, herr)
+	}
+	return l, err
+}
+
+func (m *Mux) acquire(ctx context.Context, key sqltext.Key, o *Options, op string, h Hooks) (*MuxLease, error) {
+	var deadline time.Time
+	if o.Bounded {
+		deadline = time.Now().Add(o.Timeout)
+	}
+	if err := m.reserve(ctx, key, o, op, deadline); err != nil {
+		return nil, err
+	}
+	for lostCarriers := 0; ; {
+		c, err := m.carrier(ctx)
+		if err != nil {
+			m.unreserve(key)
+			return nil, err
+		}
+		l, err := c.try(ctx, key, o, op, h)
+		switch {
+		case l != nil:
+			return l, nil
+		case err == nil && o.Try:
+			err = FailKind(op, key.String(), ErrNotAcquired, nil)
+		case err == nil:
+			// Busy: wait for the key elsewhere, then try again.
+			err = m.await(ctx, key, o, op, deadline)
+		case errors.Is(err, errCarrierLost) && ctx.Err() != nil:
+			err = Fail(ctx, op, key.String(), ctx.Err())
+		case errors.Is(err, errCarrierLost):
+			// The carrier was lost before the statement or under it;
+			// nothing was taken. Take another.
+			if errors.Is(err, ErrPooler) {
+				err = FailKind("lease", key.String(), ErrPooler, nil)
+			} else if lostCarriers++; lostCarriers < BadConnTries {
+				err = nil
+			} else {
+				err = FailKind(op, key.String(), ErrLockLost, err)
+			}
+		}
+		if err != nil {
+			m.unreserve(key)
+			return nil, err
+		}
+	}
+}
+
+// reserve records an acquisition of key in flight, after waiting, unless
+// o says Try, for a conflicting hold of the process's own to end.
+func (m *Mux) reserve(ctx context.Context, key sqltext.Key, o *Options, op string, deadline time.Time) error {
+	var timer <-chan time.Time
+	for {
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return FailKind(op, key.String(), ErrLockerClosed, nil)
+		}
+		k := m.held[key]
+		if k == nil {
+			m.held[key] = &keyHolds{shared: o.Shared, n: 1, free: make(chan struct{})}
+			m.mu.Unlock()
+			return nil
+		}
+		if k.shared && o.Shared {
+			k.n++
+			m.mu.Unlock()
+			return nil
+		}
+		free := k.free
+		m.mu.Unlock()
+		if o.Try {
+			return FailKind(op, key.String(), ErrNotAcquired, nil)
+		}
+		if timer == nil && !deadline.IsZero() {
+			t := time.NewTimer(time.Until(deadline))
+			defer t.Stop()
+			timer = t.C
+		}
+		select {
+		case <-free:
+		case <-timer:
+			return FailKind(op, key.String(), ErrLockTimeout, nil)
+		case <-ctx.Done():
+			return Fail(ctx, op, key.String(), ctx.Err())
+		}
+	}
+}
+
+// unreserve ends a hold of key.
+func (m *Mux) unreserve(key sqltext.Key) {
+	m.mu.Lock()
+	m.unreserveLocked(key)
+	m.mu.Unlock()
+}
+
+func (m *Mux) unreserveLocked(key sqltext.Key) {
+	k := m.held[key]
+	if k.n--; k.n == 0 {
+		delete(m.held, key)
+		close(k.free)
+	}
+}
+
+// carrier returns the carrier with the fewest leases, opening another
+// first while there are fewer than max and each has a lease.
+func (m *Mux) carrier(ctx context.Context) (*carrier, error) {
+	for {
+		m.mu.Lock()
+		if m.closed {
+			m.mu.Unlock()
+			return nil, FailKind("lease", "", ErrLockerClosed, nil)
+		}
+		var best *carrier
+		for _, c := range m.carriers {
+			if best == nil || len(c.leases) < len(best.leases) {
+				best = c
+			}
+		}
+		if (best == nil || len(best.leases) > 0) && len(m.carriers)+m.opening < m.max {
+			m.opening++
+			m.mu.Unlock()
+			c, err := m.openCarrier(ctx)
+			m.mu.Lock()
+			m.opening--
+			if err == nil && m.closed {
+				m.mu.Unlock()
+				_ = c.close(context.Background())
+				return nil, FailKind("lease", "", ErrLockerClosed, nil)
+			}
+			if err == nil {
+				m.carriers = append(m.carriers, c)
+			}
+			m.signalLocked()
+			m.mu.Unlock()
+			return c, err
+		}
+		changed := m.changed
+		m.mu.Unlock()
+		if best != nil {
+			return best, nil
+		}
+		// Every carrier is being opened by another acquisition.
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, Fail(ctx, "lease", "", ctx.Err())
+		}
+	}
+}
+
+// removeLocked forgets a carrier that ended.
+func (m *Mux) removeLocked(c *carrier) {
+	for i, x := range m.carriers {
+		if x == c {
+			m.carriers = append(m.carriers[:i], m.carriers[i+1:]...)
+			m.signalLocked()
+			return
+		}
+	}
+}
+
+// signalLocked wakes those waiting for the carriers to change.
+func (m *Mux) signalLocked() {
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+// await waits, on a connection of its own from db, until key is free in
+// o's mode, for as long as ctx and the deadline allow. The connection
+// takes the key and lets it go in the same statement, and goes back to
+// the pool; on an error it is discarded, since a grant may have raced it.
+func (m *Mux) await(ctx context.Context, key sqltext.Key, o *Options, op string, deadline time.Time) error {
+	var ms int64
+	if !deadline.IsZero() {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return FailKind(op, key.String(), ErrLockTimeout, nil)
+		}
+		ms = int64((left + time.Millisecond - 1) / time.Millisecond)
+	}
+	var err error
+	for try := 1; try <= BadConnTries; try++ {
+		var conn *sql.Conn
+		if conn, err = m.db.Conn(ctx); err != nil {
+			return Fail(ctx, "connect", key.String(), err)
+		}
+		_, err = Run(ctx, conn, sqltext.AwaitFree(o.Shared, key, ms))
+		if err != nil {
+			Discard(conn)
+		}
+		_ = conn.Close()
+		if err == nil || !retryable(ctx, err) {
+			break
+		}
+	}
+	if err != nil {
+		return FailWait(ctx, op, key.String(), err)
+	}
+	return nil
+}
+
+// Close releases every lease and returns the carriers' connections to
+// the pool. Later acquisitions fail with ErrLockerClosed; leases end as
+// released, their contexts cancelled.
+func (m *Mux) Close(ctx context.Context) error {
+	m.mu.Lock()
+	m.closed = true
+	carriers := append([]*carrier(nil), m.carriers...)
+	m.mu.Unlock()
+	var errs []error
+	for _, c := range carriers {
+		errs = append(errs, c.close(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// isBadConn reports a statement the driver did not send, since the
+// connection had died.
+func isBadConn(err error) bool { return errors.Is(err, driver.ErrBadConn) }

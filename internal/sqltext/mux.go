@@ -1,0 +1,119 @@
+package sqltext
+
+import "strconv"
+
+// The statements of a multiplexed locker, whose connections (carriers)
+// each hold many leases. A carrier is known by its backend's pid and the
+// mark it leaves on its session, as a lease is (see [Holds]): every
+// statement that takes or proves a lock first checks both, so that a
+// statement a transaction pooler routes to another backend takes nothing
+// and reports the carrier lost.
+
+// CarrierStart returns the statement that starts a carrier. It returns
+// one row: the backend's pid, whether the server is a hot standby, and the
+// carrier's mark, a number the server draws and sets on the session:
+//
+//	SELECT pg_backend_pid(), pg_is_in_recovery(), set_config('pgadvisory.lease',
+//	floor(random() * 9007199254740992)::int8::text, false)::int8
+const CarrierStart = "SELECT pg_backend_pid(), pg_is_in_recovery(), set_config('" + markSetting +
+	"', floor(random() * 9007199254740992)::int8::text, false)::int8"
+
+// markSetting names the session setting that holds a lease's mark.
+const markSetting = "pgadvisory.lease"
+
+// ours renders the condition that the statement runs on the carrier's own
+// backend, which still bears its mark.
+func ours(pid, mark int64) string {
+	return "pg_backend_pid() = " + strconv.FormatInt(pid, 10) +
+		" AND current_setting('" + markSetting + "', true) = '" + strconv.FormatInt(mark, 10) + "'"
+}
+
+// CarrierTry returns the statement that tries key on the carrier named by
+// pid and mark, without waiting. Its answer is its number of rows: none
+// when the session is not the carrier's, one when the key is busy, two
+// when the lock was taken:
+//
+//	SELECT 1 FROM generate_series(1, CASE WHEN pg_backend_pid() = 4242 AND
+//	current_setting('pgadvisory.lease', true) = '8177' THEN CASE WHEN
+//	pg_try_advisory_lock(42) THEN 2 ELSE 1 END ELSE 0 END)
+//
+// CASE fixes the order: the key is tried only on the carrier's session.
+func CarrierTry(pid, mark int64, shared bool, key Key) string {
+	return "SELECT 1 FROM generate_series(1, CASE WHEN " + ours(pid, mark) + " THEN CASE WHEN " +
+		call(fn("pg_try_advisory", false, shared), key) + " THEN 2 ELSE 1 END ELSE 0 END)"
+}
+
+// CarrierTryFenced is [CarrierTry] with a fencing token. It returns one
+// row: NULL when the session is not the carrier's, 0 when the key is busy,
+// and the token when the lock was taken:
+//
+//	SELECT CASE WHEN pg_backend_pid() = 4242 AND ... THEN CASE WHEN
+//	pg_try_advisory_lock(42) THEN t.t ELSE 0 END END FROM (SELECT
+//	nextval('pgadvisory_fencing_token') AS t OFFSET 0) AS t
+//
+// The token is drawn first, in a subquery that OFFSET 0 keeps apart, so
+// that a failure to draw it (the sequence does not exist yet) takes no
+// lock. A busy key spends a token; tokens only need to increase.
+func CarrierTryFenced(pid, mark int64, shared bool, key Key) string {
+	return "SELECT CASE WHEN " + ours(pid, mark) + " THEN CASE WHEN " +
+		call(fn("pg_try_advisory", false, shared), key) + " THEN t.t ELSE 0 END END FROM (SELECT nextval('" +
+		LeaseFencingSequence + "') AS t OFFSET 0) AS t"
+}
+
+// CarrierUnlock returns the statement that releases one hold of key on
+// the carrier. It affects one row when the carrier's session held it:
+//
+//	SELECT 1 WHERE CASE WHEN pg_backend_pid() = 4242 AND ... THEN
+//	pg_advisory_unlock(42) ELSE false END
+//
+// CASE fixes the order, so a statement routed to another backend releases
+// nothing there.
+func CarrierUnlock(pid, mark int64, shared bool, key Key) string {
+	return "SELECT 1 WHERE CASE WHEN " + ours(pid, mark) + " THEN " + call(unlockFn(shared), key) + " ELSE false END"
+}
+
+// carrierHeld renders the pg_locks condition of the advisory locks the
+// carrier's session holds.
+func carrierHeld(pid, mark int64) string {
+	return "locktype = 'advisory' AND granted AND pid = " + strconv.FormatInt(pid, 10) + " AND " + ours(pid, mark)
+}
+
+// CarrierCount returns the heartbeat of a carrier: one row, the number of
+// distinct locks (key and mode) the carrier's session holds, or 0 when the
+// session is not the carrier's. Its text is the same at every beat, so a
+// driver that prepares statements prepares it once.
+func CarrierCount(pid, mark int64) string {
+	return "SELECT count(*) FROM pg_locks WHERE " + carrierHeld(pid, mark)
+}
+
+// CarrierHeld returns the statement that lists the locks the carrier's
+// session holds, one row each: the key's pg_locks columns (classid, objid,
+// objsubid) and whether the lock is shared. A carrier sends it only when
+// [CarrierCount] finds fewer locks than it expects.
+func CarrierHeld(pid, mark int64) string {
+	return "SELECT classid::int8, objid::int8, objsubid::int4, mode = 'ShareLock' FROM pg_locks WHERE " + carrierHeld(pid, mark)
+}
+
+// KeyFromTag returns the key that pg_locks shows as classid, objid and
+// objsubid, the inverse of how an advisory lock is shown there.
+func KeyFromTag(classid, objid int64, objsubid int) Key {
+	if objsubid == 2 {
+		return Key{Pair: true, A: int32(uint32(classid)), B: int32(uint32(objid))}
+	}
+	return Key{Bigint: int64(uint64(uint32(classid))<<32 | uint64(uint32(objid)))}
+}
+
+// AwaitFree returns the statement that waits until key can be taken in the
+// mode, takes it and lets it go at once, so that a multiplexed locker can
+// wait for a busy key on a connection of its own and then take it on a
+// carrier. With ms > 0 the wait is bounded as [LockTimeout] bounds it. It
+// affects one row:
+//
+//	SELECT 1 FROM (SELECT pg_advisory_lock(42) OFFSET 0) AS w WHERE pg_advisory_unlock(42)
+func AwaitFree(shared bool, key Key, ms int64) string {
+	wait := Lock(false, shared, key)
+	if ms > 0 {
+		wait = LockTimeout(false, shared, key, ms)
+	}
+	return "SELECT 1 FROM (" + wait + " OFFSET 0) AS w WHERE " + call(unlockFn(shared), key)
+}
