@@ -222,6 +222,45 @@ func TestLockTableFullIntegration(t *testing.T) {
 					pgRequireNoLocks(t, db, pid)
 				})
 
+				t.Run("Locker", func(t *testing.T) {
+					// A Locker's try fails alone: the connection, and
+					// the leases already on it, go on.
+					lk := newLocker(t, db, advisory.MaxConns(2))
+					var ls []*advisory.Lease
+					var err error
+					for _, k := range keys {
+						var l *advisory.Lease
+						if l, err = lk.Acquire(ctx, k); err != nil {
+							break
+						}
+						ls = append(ls, l)
+					}
+					checkLockTableFull(t, err)
+					if len(ls) == 0 {
+						t.Fatal("the Locker took no key before the table was full")
+					}
+					t.Logf("the Locker held %d keys when the table was full", len(ls))
+					if err := ls[0].Release(ctx); err != nil {
+						t.Fatalf("Release with the table full: %v", err)
+					}
+					l, err := lk.Acquire(ctx, keys[0])
+					if err != nil {
+						t.Fatalf("Acquire after a release made room: %v", err)
+					}
+					ls[0] = l
+					for _, l := range ls {
+						if l.Err() != nil {
+							t.Fatalf("a lease was lost to the full table: %v", l.Err())
+						}
+					}
+					if err := lk.Close(ctx); err != nil {
+						t.Fatal(err)
+					}
+					for _, k := range keys[:len(ls)] {
+						pgRequireFree(t, db, k)
+					}
+				})
+
 				// The server recovers: a few keys lock fine.
 				conn := pgtest.Conn(t, db)
 				if err := advisory.LockKeys(ctx, conn, keys[:10]...); err != nil {

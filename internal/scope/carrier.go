@@ -34,8 +34,9 @@ type carrier struct {
 	done chan struct{} // closed when the heartbeat has stopped
 
 	// Guarded by m.mu.
-	leases map[*MuxLease]struct{}
-	lost   error
+	leases  map[*MuxLease]struct{}
+	pending int // acquisitions routed to the carrier and not yet done
+	lost    error
 
 	// Guarded by the turn: what pg_locks must show for this session, and
 	// how many leases hold each lock.
@@ -309,7 +310,8 @@ func (c *carrier) loseMissing() {
 // close releases every lock on the carrier with one statement and
 // returns its connection to the pool, for Mux.Close; its leases end as
 // released. When ctx ends first or the statement fails, the session is
-// discarded instead, which releases the locks as well.
+// closed instead, which releases the locks as well; only ctx's error is
+// reported.
 func (c *carrier) close(ctx context.Context) error {
 	close(c.stop)
 	<-c.done
@@ -321,14 +323,12 @@ func (c *carrier) close(ctx context.Context) error {
 		})
 		c.give()
 	}
-	if !c.end(errLockerClosed, false) {
-		// Lost before Close, or while it released.
+	ended := c.end(errLockerClosed, false)
+	if !ended || err != nil {
+		// Lost before Close or while it released, or ctx ended first:
+		// closing the session releases what it held.
 		go c.teardown()
-		return nil
-	}
-	if err != nil {
-		go c.teardown()
-		return Fail(ctx, "close", "", err)
+		return ctx.Err()
 	}
 	_ = c.conn.Close()
 	return nil

@@ -108,6 +108,7 @@ func (m *Mux) acquire(ctx context.Context, key sqltext.Key, o *Options, op strin
 			return nil, err
 		}
 		l, err := c.try(ctx, key, o, op, h)
+		m.routed(c)
 		switch {
 		case l != nil:
 			return l, nil
@@ -192,8 +193,10 @@ func (m *Mux) unreserveLocked(key sqltext.Key) {
 	}
 }
 
-// carrier returns the carrier with the fewest leases, opening another
-// first while there are fewer than max and each has a lease.
+// carrier returns the carrier with the fewest acquisitions under way, and
+// of those the one with the fewest leases, opening another first while
+// there are fewer than max and each is in use. The caller calls
+// m.routed(c) when its statement on c is done.
 func (m *Mux) carrier(ctx context.Context) (*carrier, error) {
 	for {
 		m.mu.Lock()
@@ -203,11 +206,12 @@ func (m *Mux) carrier(ctx context.Context) (*carrier, error) {
 		}
 		var best *carrier
 		for _, c := range m.carriers {
-			if best == nil || len(c.leases) < len(best.leases) {
+			if best == nil || c.pending < best.pending ||
+				c.pending == best.pending && len(c.leases) < len(best.leases) {
 				best = c
 			}
 		}
-		if (best == nil || len(best.leases) > 0) && len(m.carriers)+m.opening < m.max {
+		if (best == nil || best.pending > 0 || len(best.leases) > 0) && len(m.carriers)+m.opening < m.max {
 			m.opening++
 			m.mu.Unlock()
 			c, err := m.openCarrier(ctx)
@@ -220,6 +224,7 @@ func (m *Mux) carrier(ctx context.Context) (*carrier, error) {
 			}
 			if err == nil {
 				m.carriers = append(m.carriers, c)
+				c.pending++
 			}
 			m.signalLocked()
 			m.mu.Unlock()
@@ -228,6 +233,9 @@ func (m *Mux) carrier(ctx context.Context) (*carrier, error) {
 		changed := m.changed
 		m.mu.Unlock()
 		if best != nil {
+			m.mu.Lock()
+			best.pending++
+			m.mu.Unlock()
 			return best, nil
 		}
 		// Every carrier is being opened by another acquisition.
@@ -237,6 +245,13 @@ func (m *Mux) carrier(ctx context.Context) (*carrier, error) {
 			return nil, Fail(ctx, "lease", "", ctx.Err())
 		}
 	}
+}
+
+// routed records that an acquisition that carrier returned is done with c.
+func (m *Mux) routed(c *carrier) {
+	m.mu.Lock()
+	c.pending--
+	m.mu.Unlock()
 }
 
 // removeLocked forgets a carrier that ended.

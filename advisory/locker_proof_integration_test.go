@@ -1,0 +1,347 @@
+package advisory_test
+
+import (
+	"context"
+	"errors"
+	mrand "math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+)
+
+// The proofs of the multiplexed Locker: ten thousand keys on four
+// connections, a terminated connection that loses exactly its own leases,
+// and a hundred thousand fenced acquisitions by two Lockers under
+// terminations.
+
+// manyKeys is how many keys one process holds on at most manyConns
+// connections.
+const (
+	manyKeys  = 10_000
+	manyConns = 4
+)
+
+func TestLockerTenThousandKeysIntegration(t *testing.T) {
+	// Two drivers at once hold 20,000 keys on each server: its lock
+	// table needs room, which a dedicated server gives.
+	for _, s := range pgtest.StartServer(t, "-c", "max_locks_per_transaction=256") {
+		t.Run(s.Name, func(t *testing.T) {
+			t.Parallel()
+			for _, driver := range pgtest.Drivers {
+				t.Run(driver, func(t *testing.T) {
+					t.Parallel()
+					ctx := context.Background()
+					obs := s.Open(t, pgtest.DriverPQ)
+					app := pgtest.UniqueName("advisory-")
+					tg := pgtest.Target{Server: s, Driver: driver, DB: obs}
+					db := pgtest.OpenApp(t, tg, app)
+					// Each heartbeat reads pg_locks, which copies the
+					// server's whole lock table: 20,000 locks and more.
+					lk := newLocker(t, db, advisory.MaxConns(manyConns), advisory.Heartbeat(time.Second))
+					gen := newPGKeys()
+					ls := make([]*advisory.Lease, manyKeys)
+					var next atomic.Int64
+					start := time.Now()
+					var wg sync.WaitGroup
+					for range 32 {
+						wg.Go(func() {
+							for i := next.Add(1) - 1; i < manyKeys; i = next.Add(1) - 1 {
+								k := gen.next()
+								if i%2 == 1 {
+									k = gen.nextPair()
+								}
+								l, err := lk.Acquire(ctx, k, advisory.Try())
+								if err != nil {
+									t.Errorf("key %d of %d: %v", i, manyKeys, err)
+									return
+								}
+								ls[i] = l
+							}
+						})
+					}
+					wg.Wait()
+					if t.Failed() {
+						return
+					}
+					took := time.Since(start)
+					for _, l := range ls {
+						if err := l.Err(); err != nil {
+							t.Fatalf("lease on %s lost while taking the others: %v", l.Key(), err)
+						}
+					}
+					backends, locks := pgBackendsOfApp(t, obs, app)
+					if backends > manyConns || locks != manyKeys {
+						t.Fatalf("%d locks on %d backends; want %d on at most %d", locks, backends, manyKeys, manyConns)
+					}
+					// A few heartbeats, each proving 2,500 leases.
+					time.Sleep(3 * time.Second)
+					for _, l := range ls {
+						if err := l.Err(); err != nil {
+							t.Fatalf("lease on %s lost while held: %v", l.Key(), err)
+						}
+					}
+					// Half are released one by one, the rest by Close.
+					for _, l := range ls[:manyKeys/2] {
+						if err := l.Release(ctx); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if err := lk.Close(ctx); err != nil {
+						t.Fatal(err)
+					}
+					pgRequireNoAppLocks(t, obs, app)
+					t.Logf("%d keys held on %d backends, taken in %v by 32 goroutines", locks, backends, took.Round(time.Millisecond))
+				})
+			}
+		})
+	}
+}
+
+func TestLockerLossIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		app := pgtest.UniqueName("advisory-")
+		db := pgtest.OpenApp(t, tg, app)
+		lk := newLocker(t, db, advisory.MaxConns(manyConns), advisory.Heartbeat(lossHeartbeat))
+		gen := newPGKeys()
+		var got detections
+		for range leaseRuns(t) {
+			ls := map[advisory.Key]*advisory.Lease{}
+			for range 100 {
+				l, err := lk.Acquire(ctx, gen.next(), advisory.Fencing())
+				if err != nil {
+					t.Fatal(err)
+				}
+				ls[l.Key()] = l
+			}
+			// The leases of one backend, and the others.
+			byPID := map[int][]*advisory.Lease{}
+			for k, l := range ls {
+				pid := pgLeasePID(t, tg.DB, k)
+				byPID[pid] = append(byPID[pid], l)
+			}
+			if len(byPID) != manyConns {
+				t.Fatalf("100 leases on %d backends; want %d", len(byPID), manyConns)
+			}
+			var victim int
+			for pid := range byPID {
+				victim = pid
+				break
+			}
+			doneAt := map[*advisory.Lease]<-chan time.Time{}
+			for _, l := range byPID[victim] {
+				doneAt[l] = watchDone(l)
+			}
+			randomPhase(lossHeartbeat)
+			event := time.Now()
+			pgtest.Exec(t, tg.DB, "SELECT pg_terminate_backend($1)", victim)
+			var slowest time.Duration
+			for _, l := range byPID[victim] {
+				slowest = max(slowest, awaitLost(t, l, doneAt[l], event, lossHeartbeat))
+			}
+			got.add(slowest)
+			// The others live on, through several heartbeats, and
+			// new acquisitions work.
+			time.Sleep(3 * lossHeartbeat)
+			for pid, pls := range byPID {
+				if pid == victim {
+					continue
+				}
+				for _, l := range pls {
+					if err := l.Err(); err != nil {
+						t.Fatalf("a lease on backend %d, not terminated, was lost: %v", pid, err)
+					}
+				}
+			}
+			fresh, err := lk.Acquire(ctx, gen.next())
+			if err != nil {
+				t.Fatalf("Acquire after a connection was lost: %v", err)
+			}
+			if err := fresh.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for pid, pls := range byPID {
+				for _, l := range pls {
+					err := l.Release(ctx)
+					if lost := pid == victim; lost != errors.Is(err, advisory.ErrLockLost) || !lost && err != nil {
+						t.Fatalf("Release of a lease on backend %d (terminated %v): %v", pid, lost, err)
+					}
+				}
+			}
+		}
+		got.log(t, "pg_terminate_backend of one of 4 connections")
+		pgRequireNoAppLocks(t, tg.DB, app)
+	})
+}
+
+// envLockerOps sets how many acquisitions TestLockerChaosIntegration
+// makes on each server and driver. The default, 25,000 on each of the four,
+// makes 100,000 in all and keeps the suite's run short under the race
+// detector; docs/locker.md records a run with 100,000 on each.
+const envLockerOps = "PGADVISORY_LOCKER_OPS"
+
+// lockerOps returns that number.
+func lockerOps(t *testing.T) int64 {
+	t.Helper()
+	s := os.Getenv(envLockerOps)
+	if s == "" {
+		return 25_000
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive integer", envLockerOps, s)
+	}
+	return n
+}
+
+// fence is the protected resource of the chaos test: per key, it accepts
+// a write only with a token above the last accepted one.
+type fence struct {
+	mu   sync.Mutex
+	last map[advisory.Key]int64
+}
+
+func (f *fence) write(k advisory.Key, token int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if token <= f.last[k] {
+		return false
+	}
+	f.last[k] = token
+	return true
+}
+
+func TestLockerChaosIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		app := pgtest.UniqueName("advisory-")
+		db := pgtest.OpenApp(t, tg, app)
+		// Two Lockers, as two processes would have, compete for the
+		// keys: within one, its own arbitration keeps leases apart.
+		lockers := []*advisory.Locker{
+			newLocker(t, db, advisory.MaxConns(manyConns), advisory.Heartbeat(lossHeartbeat)),
+			newLocker(t, db, advisory.MaxConns(manyConns), advisory.Heartbeat(lossHeartbeat)),
+		}
+		gen := newPGKeys()
+		keys := make([]advisory.Key, 1000)
+		for i := range keys {
+			keys[i] = gen.next()
+		}
+		ops := lockerOps(t)
+		f := &fence{last: map[advisory.Key]int64{}}
+		var (
+			done                    atomic.Int64
+			accepted, refused, lost atomic.Int64
+			tokens                  sync.Map // every token handed out
+			inside                  sync.Map // key → the lease in its critical section
+		)
+		var overlapped sync.Map // leases another lease found inside
+		var wg sync.WaitGroup
+		for w := range 32 {
+			lk := lockers[w%len(lockers)]
+			wg.Go(func() {
+				rnd := mrand.New(mrand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
+				for done.Add(1) <= ops && !t.Failed() {
+					k := keys[rnd.IntN(len(keys))]
+					opts := []advisory.Option{advisory.Fencing()}
+					if rnd.IntN(4) == 0 {
+						opts = append(opts, advisory.Try())
+					}
+					actx, cancel := context.WithTimeout(ctx, time.Second)
+					l, err := lk.Acquire(actx, k, opts...)
+					cancel()
+					if err != nil {
+						// Busy, or the terminations took the
+						// connection under the acquisition: nothing is
+						// held, and the worker goes on.
+						if !errors.Is(err, advisory.ErrNotAcquired) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, advisory.ErrLockLost) && pgSQLState(err) != "57P01" {
+							t.Errorf("worker %d: Acquire: %v", w, err)
+						}
+						continue
+					}
+					if _, dup := tokens.LoadOrStore(l.Token(), true); dup {
+						t.Errorf("token %d handed out twice", l.Token())
+					}
+					if prev, ok := inside.Swap(k, l); ok && prev != nil {
+						overlapped.Store(prev, true)
+					}
+					// Work that takes a moment, so that the
+					// terminations land inside critical sections.
+					time.Sleep(time.Duration(rnd.IntN(2000)) * time.Microsecond)
+					ok := f.write(k, l.Token())
+					if !ok {
+						// A later holder wrote first: this lease must
+						// learn that it was lost.
+						select {
+						case <-l.Done():
+						case <-time.After(leaseBound(lossHeartbeat)):
+							t.Errorf("write with token %d refused, but the lease is not lost", l.Token())
+						}
+						if !errors.Is(l.Err(), advisory.ErrLockLost) {
+							t.Errorf("write with token %d refused; Err = %v, want ErrLockLost", l.Token(), l.Err())
+						}
+						refused.Add(1)
+					} else {
+						accepted.Add(1)
+					}
+					inside.CompareAndSwap(k, l, nil)
+					if err := l.Release(ctx); errors.Is(err, advisory.ErrLockLost) {
+						lost.Add(1)
+					} else if err != nil {
+						t.Errorf("worker %d: Release: %v", w, err)
+					}
+				}
+			})
+		}
+		// Terminate one of the Lockers' backends every 100–300 ms.
+		var terminated int
+		stop := make(chan struct{})
+		chaosDone := make(chan struct{})
+		go func() {
+			defer close(chaosDone)
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Duration(100+mrand.IntN(200)) * time.Millisecond):
+				}
+				if chaosTerminate(t, tg.DB, app) {
+					terminated++
+				}
+			}
+		}()
+		wg.Wait()
+		close(stop)
+		<-chaosDone
+
+		// Two leases were inside one critical section only when the
+		// earlier one had been lost.
+		var overlaps int
+		overlapped.Range(func(k, _ any) bool {
+			overlaps++
+			if l := k.(*advisory.Lease); !errors.Is(l.Err(), advisory.ErrLockLost) {
+				t.Errorf("two leases on %s inside at once, and the earlier one was not lost: %v", l.Key(), l.Err())
+			}
+			return true
+		})
+		for _, lk := range lockers {
+			if err := lk.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pgRequireNoAppLocks(t, tg.DB, app)
+		if accepted.Load() == 0 || terminated == 0 {
+			t.Fatalf("nothing to prove: %d writes accepted, %d backends terminated", accepted.Load(), terminated)
+		}
+		t.Logf("locker chaos: %d acquisitions tried, %d backends terminated; %d writes accepted, %d refused (each from a lease then reported lost), %d overlaps (each with a lost lease), %d leases lost; 0 violations, 0 locks left",
+			ops, terminated, accepted.Load(), refused.Load(), overlaps, lost.Load())
+	})
+}
