@@ -1,0 +1,154 @@
+package advisory_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+)
+
+// TestLeaseRoundTripsIntegration proves through a counting proxy what a
+// lease costs on the wire, alone ([advisory.Acquire]) and multiplexed
+// ([advisory.Locker]): per acquisition, per release, and per heartbeat.
+func TestLeaseRoundTripsIntegration(t *testing.T) {
+	// The heartbeat of the leases whose heartbeats are counted; the
+	// others beat too rarely to fall inside a measured call.
+	const hb = 300 * time.Millisecond
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		keys := newPGKeys()
+		p := tg.Server.Proxy(t)
+		srv := *tg.Server
+		srv.DSN = p.DSN()
+		db := srv.Open(t, tg.Driver)
+		db.SetMaxOpenConns(1)
+
+		// count runs f and returns the round trips it took.
+		count := func(t *testing.T, f func() error) int64 {
+			t.Helper()
+			p.Reset()
+			if err := f(); err != nil {
+				t.Fatal(err)
+			}
+			return p.Flights()
+		}
+		// beats counts the round trips of n heartbeat intervals with
+		// nothing else under way.
+		beats := func(n int) int64 {
+			p.Reset()
+			time.Sleep(time.Duration(n)*hb + hb/2)
+			return p.Flights()
+		}
+		check := func(t *testing.T, what string, got, want int64) {
+			t.Helper()
+			if got != want {
+				t.Errorf("%s: %d round trips; want %d", what, got, want)
+			}
+		}
+
+		// pgx prepares a statement that returns rows the first time it
+		// sees its text on a connection; lib/pq never does.
+		pgx := tg.Driver == pgtest.DriverPGX
+		ifPGX := func(pgx bool, onPGX, onPQ int64) int64 {
+			if pgx {
+				return onPGX
+			}
+			return onPQ
+		}
+
+		t.Run("Acquire", func(t *testing.T) {
+			// Warm: the pool's connection exists and has carried a
+			// lease.
+			l, err := advisory.Acquire(ctx, db, keys.next(), advisory.Heartbeat(time.Hour))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// The lock, and the statement that confirms it, whose
+			// text names the key.
+			k := keys.next()
+			// pgx's session reset pings a pooled connection that has
+			// not been taken from the pool for over a second, a round
+			// trip that is the driver's: take the connection once just
+			// before each measured Acquire.
+			ping := func() {
+				if err := db.PingContext(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ping()
+			check(t, "Acquire of a key new to the connection", count(t, func() (err error) {
+				l, err = advisory.Acquire(ctx, db, k, advisory.Heartbeat(time.Hour))
+				return err
+			}), ifPGX(pgx, 3, 2))
+			check(t, "Release", count(t, func() error { return l.Release(ctx) }), 1)
+			ping()
+			check(t, "Acquire of the same key again", count(t, func() (err error) {
+				l, err = advisory.Acquire(ctx, db, k, advisory.Heartbeat(time.Hour))
+				return err
+			}), 2)
+			check(t, "Release", count(t, func() error { return l.Release(ctx) }), 1)
+			l, err = advisory.Acquire(ctx, db, keys.next(), advisory.Heartbeat(hb))
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(t, "3 heartbeats", beats(3), 3)
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+
+		t.Run("Locker", func(t *testing.T) {
+			lk := newLocker(t, db, advisory.MaxConns(1), advisory.Heartbeat(time.Hour))
+			// Warm: the Locker's connection is open.
+			first, err := lk.Acquire(ctx, keys.next())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ls []*advisory.Lease
+			for _, opts := range [][]advisory.Option{nil, {advisory.Try()}, {advisory.Shared()}, {advisory.Timeout(time.Second)}} {
+				check(t, "Locker.Acquire", count(t, func() error {
+					l, err := lk.Acquire(ctx, keys.next(), opts...)
+					ls = append(ls, l)
+					return err
+				}), 1)
+			}
+			for _, l := range ls {
+				check(t, "Release", count(t, func() error { return l.Release(ctx) }), 1)
+			}
+			// With a fencing token, the statement's text names the
+			// key: lib/pq sends it as it is; pgx prepares it first.
+			want := ifPGX(pgx, 2, 1)
+			key := keys.next()
+			if _, err := lk.Acquire(ctx, keys.next(), advisory.Fencing()); err != nil {
+				t.Fatal(err) // creates the sequence, if need be
+			}
+			check(t, "Locker.Acquire with Fencing", count(t, func() error {
+				_, err := lk.Acquire(ctx, key, advisory.Fencing())
+				return err
+			}), want)
+			if err := first.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := lk.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+
+			// One heartbeat proves all the leases on a connection. The
+			// first is prepared by pgx: count from the second.
+			lk = newLocker(t, db, advisory.MaxConns(1), advisory.Heartbeat(hb))
+			for range 5 {
+				if _, err := lk.Acquire(ctx, keys.next()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			time.Sleep(hb + hb/2)
+			check(t, "3 heartbeats of 5 leases", beats(3), 3)
+		})
+	})
+}
