@@ -173,3 +173,36 @@ func ExampleKey_Compare() {
 	fmt.Println(advisory.Int64Key(1<<32 | 2).Compare(advisory.PairKey(1, 2)))
 	// Output: -1
 }
+
+// A worker holds a lease on each tenant it serves, thousands of them, on
+// the Locker's few connections; a tenant another process serves is
+// skipped. (It needs a server, so it is not run.)
+func ExampleNewLocker() {
+	ctx := context.Background()
+	db, err := sql.Open("pgx", "postgres://localhost/app")
+	if err != nil {
+		log.Fatal(err)
+	}
+	locker, err := advisory.NewLocker(db, advisory.MaxConns(4))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer locker.Close(ctx)
+
+	tenants := advisory.Namespace{ID: 2, Name: "tenants"}
+	for _, id := range []string{"acme", "globex"} {
+		l, err := locker.Acquire(ctx, tenants.NameKey(id), advisory.Try(), advisory.Fencing())
+		if errors.Is(err, advisory.ErrNotAcquired) {
+			continue // another process serves it
+		}
+		if err != nil {
+			log.Fatal(err)
+		}
+		go func() {
+			defer l.Release(context.WithoutCancel(ctx))
+			serve(l.Context(), id, l.Token()) // ends when the lease is lost
+		}()
+	}
+}
+
+func serve(ctx context.Context, tenant string, token int64) { <-ctx.Done() }

@@ -32,9 +32,12 @@ import (
 // holder may already hold the key; that is what fencing tokens
 // ([Fencing], [Lease.Token]) are for.
 //
-// A Lease costs one connection from the pool, held until Release or a
-// loss, and one goroutine, which ends with it. [Acquire] costs two round
-// trips, each heartbeat one, and Release one.
+// A Lease from [Acquire] costs one connection from the pool, held until
+// Release or a loss, and one goroutine, which ends with it. Acquire costs
+// two round trips (on pgx, three for a key new to the connection, since
+// pgx prepares the confirming statement, whose text names the key), each
+// heartbeat one, and Release one. A Lease from a [Locker] shares its
+// connection and heartbeat with many others.
 type Lease struct {
 	key Key
 	l   holder

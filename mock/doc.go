@@ -67,6 +67,16 @@
 // [ExpectWithSessionLockConn] lay down the lease's start too, and
 // [SessionScope.ExpectHeartbeat] a heartbeat.
 //
+// For an [advisory.Locker], [ExpectLockerConn] lays down the start of one
+// of its connections, and the [LockerConn] it returns lays down what the
+// Locker sends on that connection: each acquisition's try, each release,
+// each heartbeat, and Close. Give the Locker [advisory.MaxConns](1):
+//
+//	c := mock.ExpectLockerConn(m)
+//	c.ExpectAcquire(key, mock.LeaseGranted, advisory.Try())
+//	c.ExpectRelease(key)
+//	c.ExpectClose()
+//
 // # The statements
 //
 // The helpers expect the exact text advisory sends, built by the same

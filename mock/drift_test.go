@@ -17,6 +17,7 @@ import (
 
 	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/scope"
 	"github.com/pgadvisory/pgadvisory/mock"
 )
 
@@ -403,6 +404,99 @@ func driftCases() []driftCase {
 				return nil
 			}, o.opts...)
 			wantCall(nil)(t, err, called)
+		})
+	}
+
+	// The Locker, for every option set and outcome, on one connection.
+	for _, o := range leaseOptions {
+		var opts []advisory.Option // a Locker's heartbeat is its own
+		for _, opt := range o.opts {
+			if so, _ := scope.Parse([]advisory.Option{opt}); !so.Watched {
+				opts = append(opts, opt)
+			}
+		}
+		locker := func(t *testing.T, db *sql.DB, hb time.Duration) *advisory.Locker {
+			t.Helper()
+			lk, err := advisory.NewLocker(db, advisory.MaxConns(1), advisory.Heartbeat(hb))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return lk
+		}
+		closed := func(t *testing.T, lk *advisory.Locker) {
+			t.Helper()
+			if err := lk.Close(context.Background()); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		}
+		add("NewLocker", o.name+"Release", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+			c := mock.ExpectLockerConn(m)
+			c.ExpectAcquire(key, mock.LeaseGranted, opts...)
+			c.ExpectRelease(key, opts...)
+			c.ExpectClose()
+			lk := locker(t, db, time.Hour)
+			l, err := lk.Acquire(context.Background(), key, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := map[bool]int64{true: mock.LeaseToken}[o.fencing]; l.Token() != want {
+				t.Errorf("Token = %d, want %d", l.Token(), want)
+			}
+			if err := l.Release(context.Background()); err != nil {
+				t.Errorf("Release: %v", err)
+			}
+			closed(t, lk)
+		})
+		if o.try {
+			add("NewLocker", o.name+"NotAcquired", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+				c := mock.ExpectLockerConn(m)
+				c.ExpectAcquire(key, mock.LeaseNotAcquired, opts...)
+				c.ExpectClose()
+				lk := locker(t, db, time.Hour)
+				if _, err := lk.Acquire(context.Background(), key, opts...); !errors.Is(err, advisory.ErrNotAcquired) {
+					t.Errorf("Acquire = %v, want ErrNotAcquired", err)
+				}
+				closed(t, lk)
+			})
+		}
+		add("NewLocker", o.name+"LockTableFull", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+			c := mock.ExpectLockerConn(m)
+			try := c.ExpectAcquire(key, mock.LeaseFailed, opts...)
+			if try.Exec != nil {
+				try.Exec.WillReturnError(mock.ServerError("53200"))
+			} else {
+				try.Query.WillReturnError(mock.ServerError("53200"))
+			}
+			c.ExpectClose()
+			lk := locker(t, db, time.Hour)
+			if _, err := lk.Acquire(context.Background(), key, opts...); !errors.Is(err, advisory.ErrLockTableFull) {
+				t.Errorf("Acquire = %v, want ErrLockTableFull", err)
+			}
+			closed(t, lk)
+		})
+		add("NewLocker", o.name+"Pooler", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+			c := mock.ExpectLockerConn(m)
+			c.ExpectAcquire(key, mock.LeasePooler, opts...)
+			lk := locker(t, db, time.Hour)
+			if _, err := lk.Acquire(context.Background(), key, opts...); !errors.Is(err, advisory.ErrSharedSession) {
+				t.Errorf("Acquire = %v, want ErrSharedSession", err)
+			}
+			closed(t, lk)
+		})
+		add("NewLocker", o.name+"LostAtHeartbeat", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+			c := mock.ExpectLockerConn(m)
+			c.ExpectAcquire(key, mock.LeaseGranted, opts...)
+			c.ExpectHeartbeat(0)
+			lk := locker(t, db, leaseBeat)
+			l, err := lk.Acquire(context.Background(), key, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-l.Done()
+			if err := l.Release(context.Background()); !errors.Is(err, advisory.ErrLockLost) {
+				t.Errorf("Release after a heartbeat found nothing = %v, want ErrLockLost", err)
+			}
+			closed(t, lk)
 		})
 	}
 

@@ -1,0 +1,60 @@
+package sqltext_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+)
+
+func TestCarrierStatements(t *testing.T) {
+	t.Parallel()
+	k := sqltext.Key{Bigint: 42}
+	ours := "pg_backend_pid() = 7 AND current_setting('pgadvisory.lease', true) = '9'"
+	tests := []struct {
+		name, got, want string
+	}{
+		{"CarrierTry", sqltext.CarrierTry(7, 9, false, k),
+			"SELECT 1 FROM generate_series(1, CASE WHEN " + ours + " THEN CASE WHEN pg_try_advisory_lock(42) THEN 2 ELSE 1 END ELSE 0 END)"},
+		{"CarrierTryFenced", sqltext.CarrierTryFenced(7, 9, true, k),
+			"SELECT CASE WHEN " + ours + " THEN CASE WHEN pg_try_advisory_lock_shared(42) THEN t.t ELSE 0 END END " +
+				"FROM (SELECT nextval('pgadvisory_fencing_token') AS t OFFSET 0) AS t"},
+		{"CarrierUnlock", sqltext.CarrierUnlock(7, 9, false, k),
+			"SELECT 1 WHERE CASE WHEN " + ours + " THEN pg_advisory_unlock(42) ELSE false END"},
+		{"CarrierCount", sqltext.CarrierCount(7, 9),
+			"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = 7 AND " + ours},
+		{"AwaitFree", sqltext.AwaitFree(false, k, 0),
+			"SELECT 1 FROM (SELECT pg_advisory_lock(42) OFFSET 0) AS w WHERE pg_advisory_unlock(42)"},
+		{"AwaitFreeBounded", sqltext.AwaitFree(true, k, 5),
+			"SELECT 1 FROM (SELECT set_config('lock_timeout', t.prev, true) FROM (SELECT current_setting('lock_timeout') AS prev, " +
+				"set_config('lock_timeout', '5', true), pg_advisory_lock_shared(42) OFFSET 0) AS t OFFSET 0) AS w WHERE pg_advisory_unlock_shared(42)"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s:\n got %s\nwant %s", tt.name, tt.got, tt.want)
+		}
+	}
+}
+
+// TestKeyFromTag checks that a key read back from pg_locks' columns is
+// the key that was locked, in both key spaces and at their extremes.
+func TestKeyFromTag(t *testing.T) {
+	t.Parallel()
+	for _, k := range []sqltext.Key{
+		{Bigint: 0}, {Bigint: 42}, {Bigint: -1}, {Bigint: math.MinInt64}, {Bigint: math.MaxInt64}, {Bigint: 1 << 32},
+		{Pair: true, A: 1, B: 2}, {Pair: true, A: math.MinInt32, B: -1}, {Pair: true, A: math.MaxInt32, B: math.MinInt32},
+	} {
+		classid, objid, objsubid := pgTag(k)
+		if got := sqltext.KeyFromTag(classid, objid, objsubid); got != k {
+			t.Errorf("KeyFromTag(%d, %d, %d) = %+v; want %+v", classid, objid, objsubid, got, k)
+		}
+	}
+}
+
+// pgTag is how pg_locks shows k, as oids read into int8 (see DESIGN.md).
+func pgTag(k sqltext.Key) (classid, objid int64, objsubid int) {
+	if k.Pair {
+		return int64(uint32(k.A)), int64(uint32(k.B)), 2
+	}
+	return int64(uint64(k.Bigint) >> 32), int64(uint32(k.Bigint)), 1
+}
