@@ -109,10 +109,15 @@ func NewLocker(db *sql.DB, opts ...Option) (*Locker, error) {
 // keeps ctx's values.
 //
 // When the lock is not granted the error matches [ErrNotAcquired],
-// [ErrLockTimeout], [ErrLockTableFull], [ErrLockerClosed], or ctx.Err();
-// a server that is a hot standby gives [ErrStandby], and a connection
-// found shared with other clients, as behind a transaction pooler,
-// [ErrSharedSession]. On any error, nothing is held.
+// [ErrLockTimeout] (Timeout bounds the whole acquisition: the turn on a
+// connection, a new connection, and the wait), [ErrLockTableFull],
+// [ErrLockerClosed], or ctx.Err(); a server that is a hot standby gives
+// [ErrStandby], a connection found shared with other clients, as behind a
+// transaction pooler, [ErrSharedSession], and connections lost under the
+// acquisition three times in a row [ErrLockLost]. Any other error from
+// the server, such as a role that may not use the fencing sequence, comes
+// back as it is, and the connection goes on. On any error, nothing is
+// held.
 //
 // [Lease.Release] on the lease waits for its connection's turn even when
 // its ctx has ended, so that a cancelled caller still releases: each

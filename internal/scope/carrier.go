@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,7 +44,8 @@ type carrier struct {
 	// how many leases hold each lock.
 	locks map[lockID]int
 
-	downOnce sync.Once
+	downOnce sync.Once // the session's end
+	stopOnce sync.Once // close(stop)
 }
 
 // openCarrier takes a connection from db and starts a carrier on it: one
@@ -130,26 +133,34 @@ func (c *carrier) give() { <-c.turn }
 func (c *carrier) run(f func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.m.interval)
 	defer cancel()
-	defer context.AfterFunc(ctx, func() {
-		c.lose(fmt.Errorf("no answer within %v", c.m.interval))
-	})()
+	late := fmt.Errorf("no answer within %v", c.m.interval)
+	stop := context.AfterFunc(ctx, func() { c.lose(late) })
 	err := f(ctx)
-	if err == nil && ctx.Err() != nil {
-		err = ctx.Err()
+	if !stop() && err == nil {
+		// The deadline passed, and the carrier is lost, whatever f
+		// got back.
+		err = late
 	}
 	return err
 }
 
-// survives reports whether the session outlives a statement that failed
-// with err: the server answered with an error that takes and releases
-// nothing. Anything else leaves the session in doubt.
+// survives reports whether the session outlives a try that failed with
+// err, having taken nothing: the server answered with an error of its
+// own, such as a full lock table (53200), a fencing sequence that does not
+// exist yet (42P01) or that the role may not use (42501). Such an error
+// comes before the try takes the key or instead of it: the token is drawn
+// first, and the try itself takes one key or none. The session is in
+// doubt after anything else: no answer, a broken connection (class 08),
+// the session ended by the server (57P), a cancel that may have come
+// after the grant (57014), or an internal error (XX).
 func survives(err error) bool {
-	switch SQLState(err) {
-	case "53200", // out of shared memory: the lock table is full
-		"42P01": // the fencing sequence does not exist yet
-		return true
+	code := SQLState(err)
+	switch {
+	case code == "", code == "57014",
+		strings.HasPrefix(code, "08"), strings.HasPrefix(code, "57P"), strings.HasPrefix(code, "XX"):
+		return false
 	}
-	return false
+	return true
 }
 
 // hold records a new lease on the carrier. The caller holds the turn.
@@ -187,7 +198,10 @@ func (c *carrier) drop(l *MuxLease) bool {
 func (c *carrier) lose(cause error) { c.end(cause, true) }
 
 // end ends the carrier, once, for cause: its leases are lost, or, when
-// !lost, end as released. It reports whether this call ended it.
+// !lost, end as released. Every lease is settled before the carrier is
+// seen to be dead, so that a Release that finds it dead reads the lease's
+// end; the observer hears of the losses afterwards. It reports whether
+// this call ended the carrier.
 func (c *carrier) end(cause error, lost bool) bool {
 	m := c.m
 	m.mu.Lock()
@@ -196,20 +210,21 @@ func (c *carrier) end(cause error, lost bool) bool {
 		return false
 	}
 	c.lost = cause
-	close(c.dead)
 	m.removeLocked(c)
-	leases := c.leases
-	c.leases = nil
-	for l := range leases {
+	var notify []*MuxLease
+	for l := range c.leases {
 		m.unreserveLocked(l.key)
-	}
-	m.mu.Unlock()
-	for l := range leases {
-		if lost {
-			l.lose(cause)
-		} else {
+		if !lost {
 			l.end(cause)
+		} else if l.settleLost(cause) {
+			notify = append(notify, l)
 		}
+	}
+	c.leases = nil
+	close(c.dead)
+	m.mu.Unlock()
+	for _, l := range notify {
+		l.notifyLost(cause)
 	}
 	return true
 }
@@ -247,29 +262,38 @@ func (c *carrier) watch() {
 
 // beat proves every lock on the carrier with one round trip, which counts
 // the locks the session holds. Only when some are missing does a second
-// statement find which, and only their leases are lost.
+// statement find which, and only their leases are lost, once the turn is
+// given back.
 func (c *carrier) beat() {
 	if c.take(context.Background()) != nil {
 		return
 	}
-	defer c.give()
 	var n int
 	err := c.run(func(ctx context.Context) error {
 		return c.conn.QueryRowContext(ctx, sqltext.CarrierCount(c.pid, c.mark)).Scan(&n)
 	})
+	var lost []*MuxLease
 	switch {
 	case err != nil:
 		c.lose(fmt.Errorf("heartbeat: %w", err))
 	case n == 0 && len(c.locks) > 0:
 		c.lose(errors.New("heartbeat: the session no longer holds its locks"))
 	case n < len(c.locks):
-		c.loseMissing()
+		lost = c.findMissing()
+	}
+	// Settled before the turn is given back, so that a Release waiting
+	// for it reads the loss; announced after.
+	cause := errors.New("heartbeat: the session no longer holds the lock")
+	lost = slices.DeleteFunc(lost, func(l *MuxLease) bool { return !l.settleLost(cause) })
+	c.give()
+	for _, l := range lost {
+		l.notifyLost(cause)
 	}
 }
 
-// loseMissing finds which locks the session no longer holds, and loses
-// the leases on them alone. The caller holds the turn.
-func (c *carrier) loseMissing() {
+// findMissing finds which locks the session no longer holds, forgets the
+// leases on them, and returns those leases. The caller holds the turn.
+func (c *carrier) findMissing() []*MuxLease {
 	held := map[lockID]bool{}
 	err := c.run(func(ctx context.Context) error {
 		rows, err := c.conn.QueryContext(ctx, sqltext.CarrierHeld(c.pid, c.mark))
@@ -290,46 +314,54 @@ func (c *carrier) loseMissing() {
 	})
 	if err != nil {
 		c.lose(fmt.Errorf("heartbeat: %w", err))
-		return
+		return nil
 	}
-	var lost []*MuxLease
+	var missing []*MuxLease
 	c.m.mu.Lock()
 	for l := range c.leases {
 		if !held[lockID{l.key, l.shared}] {
-			lost = append(lost, l)
+			missing = append(missing, l)
 		}
 	}
 	c.m.mu.Unlock()
-	for _, l := range lost {
-		c.drop(l)
-		c.m.unreserve(l.key)
-		l.lose(errors.New("heartbeat: the session no longer holds the lock"))
+	var lost []*MuxLease
+	for _, l := range missing {
+		if c.drop(l) {
+			c.m.unreserve(l.key)
+			lost = append(lost, l)
+		}
 	}
+	return lost
 }
 
 // close releases every lock on the carrier with one statement and
 // returns its connection to the pool, for Mux.Close; its leases end as
-// released. When ctx ends first or the statement fails, the session is
-// closed instead, which releases the locks as well; only ctx's error is
-// reported.
+// released. Once the release starts, close keeps the turn, so that
+// nothing more is sent on the session. When ctx ends first or the
+// statement fails, the session is closed instead, which releases the
+// locks as well; only ctx's error is reported.
 func (c *carrier) close(ctx context.Context) error {
-	close(c.stop)
+	c.stopOnce.Do(func() { close(c.stop) })
 	<-c.done
-	err := c.take(ctx)
-	if err == nil {
-		err = c.run(func(ctx context.Context) error {
-			_, err := c.conn.ExecContext(ctx, sqltext.UnlockAll)
-			return err
-		})
-		c.give()
-	}
-	ended := c.end(errLockerClosed, false)
-	if !ended || err != nil {
-		// Lost before Close or while it released, or ctx ended first:
-		// closing the session releases what it held.
+	if err := c.take(ctx); err != nil {
+		// Lost already, or ctx ended while a statement was in flight.
+		c.end(errLockerClosed, false)
 		go c.teardown()
 		return ctx.Err()
 	}
-	_ = c.conn.Close()
+	err := c.run(func(ctx context.Context) error {
+		_, err := c.conn.ExecContext(ctx, sqltext.UnlockAll)
+		return err
+	})
+	ended := c.end(errLockerClosed, false)
+	c.downOnce.Do(func() {
+		if err != nil || !ended {
+			Discard(c.conn)
+		}
+		_ = c.conn.Close()
+	})
+	if err != nil {
+		return ctx.Err()
+	}
 	return nil
 }

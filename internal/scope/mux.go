@@ -23,6 +23,10 @@ const BadConnTries = 3
 // and the error of an acquisition that Close overtook.
 var errLockerClosed = errors.New("advisory: locker closed")
 
+// errBound is the cause of an acquisition's context when its Timeout ran
+// out.
+var errBound = errors.New("advisory: the acquisition's Timeout ran out")
+
 // ErrLockerClosed is returned by an acquisition on a closed Mux.
 var ErrLockerClosed = errLockerClosed
 
@@ -93,10 +97,21 @@ func (m *Mux) Acquire(ctx context.Context, key sqltext.Key, o *Options) (*MuxLea
 	return l, err
 }
 
-func (m *Mux) acquire(ctx context.Context, key sqltext.Key, o *Options, op string, h Hooks) (*MuxLease, error) {
+func (m *Mux) acquire(ctx context.Context, key sqltext.Key, o *Options, op string, h Hooks) (l *MuxLease, err error) {
 	var deadline time.Time
 	if o.Bounded {
+		// Timeout bounds the whole acquisition: the turn on a
+		// connection, a connection from the pool, and the wait.
 		deadline = time.Now().Add(o.Timeout)
+		parent := ctx
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadlineCause(ctx, deadline, errBound)
+		defer cancel()
+		defer func() {
+			if err != nil && parent.Err() == nil && context.Cause(ctx) == errBound && !errors.Is(err, ErrLockTimeout) {
+				err = FailKind(op, key.String(), ErrLockTimeout, nil)
+			}
+		}()
 	}
 	if err := m.reserve(ctx, key, o, op, deadline); err != nil {
 		return nil, err
@@ -230,14 +245,13 @@ func (m *Mux) carrier(ctx context.Context) (*carrier, error) {
 			m.mu.Unlock()
 			return c, err
 		}
-		changed := m.changed
-		m.mu.Unlock()
 		if best != nil {
-			m.mu.Lock()
 			best.pending++
 			m.mu.Unlock()
 			return best, nil
 		}
+		changed := m.changed
+		m.mu.Unlock()
 		// Every carrier is being opened by another acquisition.
 		select {
 		case <-changed:

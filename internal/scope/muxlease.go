@@ -153,12 +153,23 @@ func (l *MuxLease) Err() error {
 	return l.err
 }
 
-// lose records the loss, once, and cancels the lease's context.
+// lose records the loss, once, cancels the lease's context, and tells
+// the observer.
 func (l *MuxLease) lose(cause error) {
-	err := FailKind("lease", l.key.String(), ErrLockLost, cause)
-	if !l.settle(err, err) {
-		return
+	if l.settleLost(cause) {
+		l.notifyLost(cause)
 	}
+}
+
+// settleLost records the loss, once, and cancels the lease's context. It
+// reports whether the lease was not settled before.
+func (l *MuxLease) settleLost(cause error) bool {
+	err := FailKind("lease", l.key.String(), ErrLockLost, cause)
+	return l.settle(err, err)
+}
+
+// notifyLost tells the observer of the loss.
+func (l *MuxLease) notifyLost(cause error) {
 	if l.hooks != nil {
 		l.hooks.Lost(l.ctx, l.key, cause)
 	}

@@ -73,16 +73,7 @@ func (o *Options) TimeoutMillis() int64 {
 // LockStatement returns the statement that takes key as o says, in a
 // transaction (xact) or a session, and the operation's name for errors.
 func (o *Options) LockStatement(xact bool, key sqltext.Key) (op, stmt string) {
-	op = "lock"
-	if xact {
-		op = "xact lock"
-	}
-	if o.Try {
-		op = "try " + op
-	}
-	if o.Shared {
-		op += " shared"
-	}
+	op = lockOps[b2i(o.Try)][b2i(xact)][b2i(o.Shared)]
 	switch {
 	case o.Try:
 		return op, sqltext.TryLock(xact, o.Shared, key)
@@ -90,6 +81,21 @@ func (o *Options) LockStatement(xact bool, key sqltext.Key) (op, stmt string) {
 		return op, sqltext.LockTimeout(xact, o.Shared, key, o.TimeoutMillis())
 	}
 	return op, sqltext.Lock(xact, o.Shared, key)
+}
+
+// lockOps names the operations that take a lock, by whether they try,
+// whether the lock is a transaction's, and whether it is shared.
+var lockOps = [2][2][2]string{
+	{{"lock", "lock shared"}, {"xact lock", "xact lock shared"}},
+	{{"try lock", "try lock shared"}, {"try xact lock", "try xact lock shared"}},
+}
+
+// b2i is 1 for true and 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // UnlockOp names the release of a session lock taken as o says.

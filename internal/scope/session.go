@@ -85,7 +85,7 @@ type sessionEnd struct {
 // errTxLeftOpen when fn left a transaction open. With discard set, the
 // session is closed even after a clean release.
 func (e *sessionEnd) run(ctx context.Context, discard bool) error {
-	rctx, cancel := ReleaseContext(ctx)
+	rctx, cancel := detachedContext(ctx)
 	defer cancel()
 	n, err := Run(rctx, e.conn, e.o.EndStatement(e.key, e.owned))
 	// Only now end fn's context: the statement above must still see a

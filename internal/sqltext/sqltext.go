@@ -57,17 +57,31 @@ func (k Key) args() string {
 	return strconv.FormatInt(k.Bigint, 10)
 }
 
-// fn names the server function for a scope and a mode.
+// lockFns names the server functions that take a lock, by whether they
+// try, whether the lock is a transaction's, and whether it is shared.
+var lockFns = [2][2][2]string{
+	{
+		{"pg_advisory_lock", "pg_advisory_lock_shared"},
+		{"pg_advisory_xact_lock", "pg_advisory_xact_lock_shared"},
+	},
+	{
+		{"pg_try_advisory_lock", "pg_try_advisory_lock_shared"},
+		{"pg_try_advisory_xact_lock", "pg_try_advisory_xact_lock_shared"},
+	},
+}
+
+// fn names the server function for a scope and a mode; prefix is
+// "pg_advisory" or "pg_try_advisory".
 func fn(prefix string, xact, shared bool) string {
-	name := prefix
-	if xact {
-		name += "_xact"
+	return lockFns[b2i(prefix == "pg_try_advisory")][b2i(xact)][b2i(shared)]
+}
+
+// b2i is 1 for true and 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
 	}
-	name += "_lock"
-	if shared {
-		name += "_shared"
-	}
-	return name
+	return 0
 }
 
 // unlockFn names the server function that releases a session lock.
@@ -79,7 +93,29 @@ func unlockFn(shared bool) string {
 }
 
 // call renders "name(args)".
-func call(name string, k Key) string { return name + "(" + k.args() + ")" }
+func call(name string, k Key) string { return string(appendCall(nil, name, k)) }
+
+// appendCall appends "name(args)" to b.
+func appendCall(b []byte, name string, k Key) []byte {
+	b = append(b, name...)
+	b = append(b, '(')
+	if k.Pair {
+		b = strconv.AppendInt(b, int64(k.A), 10)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(k.B), 10)
+	} else {
+		b = strconv.AppendInt(b, k.Bigint, 10)
+	}
+	return append(b, ')')
+}
+
+// statement renders prefix + "name(args)" with one allocation, for the
+// statements every lock call sends.
+func statement(prefix, name string, k Key) string {
+	var buf [80]byte
+	b := append(buf[:0], prefix...)
+	return string(appendCall(b, name, k))
+}
 
 // Lock returns the statement that waits for every key, in the order given.
 // One key gives "SELECT pg_advisory_lock(42)". Several give one row per
@@ -94,7 +130,7 @@ func call(name string, k Key) string { return name + "(" + k.args() + ")" }
 func Lock(xact, shared bool, keys ...Key) string {
 	name := fn("pg_advisory", xact, shared)
 	if len(keys) == 1 {
-		return "SELECT " + call(name, keys[0])
+		return statement("SELECT ", name, keys[0])
 	}
 	return perKey("SELECT "+name+"(k) FROM ", "SELECT "+name+"(a,b) FROM ", "", keys)
 }
@@ -103,7 +139,7 @@ func Lock(xact, shared bool, keys ...Key) string {
 // affects one row when the lock was taken and none when it was not:
 // "SELECT 1 WHERE pg_try_advisory_lock(42)".
 func TryLock(xact, shared bool, key Key) string {
-	return "SELECT 1 WHERE " + call(fn("pg_try_advisory", xact, shared), key)
+	return statement("SELECT 1 WHERE ", fn("pg_try_advisory", xact, shared), key)
 }
 
 // LockTimeout returns the statement that waits for one key for at most ms
@@ -134,7 +170,7 @@ func LockTimeout(xact, shared bool, key Key, ms int64) string {
 func Unlock(shared bool, keys ...Key) string {
 	name := unlockFn(shared)
 	if len(keys) == 1 {
-		return "SELECT 1 WHERE " + call(name, keys[0])
+		return statement("SELECT 1 WHERE ", name, keys[0])
 	}
 	return perKey("SELECT 1 FROM ", "SELECT 1 FROM ", name, keys)
 }
