@@ -140,7 +140,8 @@ func (lk *Locker) Acquire(ctx context.Context, key Key, opts ...Option) (*Lease,
 // Close releases every lease the Locker holds, with one statement per
 // connection, and returns its connections to the pool. The leases'
 // contexts are cancelled, and their Err reports [context.Canceled], as
-// after [Lease.Release]. Later acquisitions fail with [ErrLockerClosed].
+// after [Lease.Release]. Acquisitions still waiting, and later ones,
+// fail with [ErrLockerClosed].
 // When ctx ends first, or a connection does not answer, its session is
 // closed instead, which releases its locks as well.
 func (lk *Locker) Close(ctx context.Context) error { return lk.m.Close(ctx) }

@@ -46,7 +46,9 @@ func TestLockerIntegration(t *testing.T) {
 
 		t.Run("AcquireRelease", func(t *testing.T) {
 			t.Parallel()
-			lk := newLocker(t, tg.DB, advisory.Heartbeat(100*time.Millisecond))
+			// Each heartbeat must be answered within the interval, or
+			// the lease is lost: an interval a loaded machine answers.
+			lk := newLocker(t, tg.DB, advisory.Heartbeat(500*time.Millisecond))
 			key := keys.nextPair()
 			l, err := lk.Acquire(ctx, key)
 			if err != nil {
@@ -57,9 +59,9 @@ func TestLockerIntegration(t *testing.T) {
 			}
 			other := pgtest.Conn(t, tg.DB)
 			if ok, err := advisory.TryLock(ctx, other, key); ok || err != nil {
-				t.Fatalf("TryLock while leased = %v, %v", ok, err)
+				t.Fatalf("TryLock while leased = %v, %v (lease Err %v)", ok, err, l.Err())
 			}
-			time.Sleep(300 * time.Millisecond) // a few heartbeats
+			time.Sleep(1200 * time.Millisecond) // a few heartbeats
 			if err := l.Err(); err != nil {
 				t.Fatalf("lease lost while held: %v", err)
 			}
@@ -296,6 +298,49 @@ func TestLockerIntegration(t *testing.T) {
 				t.Fatalf("Acquire after Close: %v; want ErrLockerClosed", err)
 			}
 			pgRequireNoAppLocks(t, tg.DB, app)
+		})
+
+		t.Run("CloseEndsWaits", func(t *testing.T) {
+			t.Parallel()
+			lk, err := advisory.NewLocker(tg.DB)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// One acquisition waits in the server for another
+			// session's key, one in the process for the Locker's own.
+			busy, own := keys.next(), keys.next()
+			holder := pgtest.Conn(t, tg.DB)
+			if err := advisory.Lock(ctx, holder, busy); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := lk.Acquire(ctx, own); err != nil {
+				t.Fatal(err)
+			}
+			waits := make(chan error, 2)
+			for _, k := range []advisory.Key{busy, own} {
+				go func() {
+					_, err := lk.Acquire(ctx, k)
+					waits <- err
+				}()
+			}
+			pgtest.AwaitWaiting(t, tg.DB, busy)
+			if err := lk.Close(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 {
+				select {
+				case err := <-waits:
+					if !errors.Is(err, advisory.ErrLockerClosed) {
+						t.Errorf("a wait that Close ended: %v; want ErrLockerClosed", err)
+					}
+				case <-time.After(pgtest.PollTimeout):
+					t.Fatal("Close did not end a wait")
+				}
+			}
+			if err := advisory.Unlock(ctx, holder, busy); err != nil {
+				t.Fatal(err)
+			}
+			pgtest.AwaitFree(t, tg.DB, own)
 		})
 
 		t.Run("Options", func(t *testing.T) {

@@ -47,6 +47,9 @@ type Mux struct {
 	changed  chan struct{}             // closed and replaced when carriers change
 	held     map[sqltext.Key]*keyHolds // keys held or being taken
 	closed   bool
+
+	closing context.Context    // ends when Close starts: waits end with it
+	close   context.CancelFunc // ends closing
 }
 
 // keyHolds are a process's holds on one key: the leases on it and the
@@ -60,8 +63,10 @@ type keyHolds struct {
 // NewMux returns a Mux that holds leases on at most max connections from
 // db, each with a heartbeat every interval.
 func NewMux(db *sql.DB, max int, interval time.Duration, hooks Hooks) *Mux {
+	closing, close := context.WithCancel(context.Background())
 	return &Mux{db: db, max: max, interval: interval, hooks: hooks,
-		changed: make(chan struct{}), held: map[sqltext.Key]*keyHolds{}}
+		changed: make(chan struct{}), held: map[sqltext.Key]*keyHolds{},
+		closing: closing, close: close}
 }
 
 // observed returns the hooks of an acquisition made with o.
@@ -185,6 +190,8 @@ func (m *Mux) reserve(ctx context.Context, key sqltext.Key, o *Options, op strin
 		}
 		select {
 		case <-free:
+		case <-m.closing.Done():
+			return FailKind(op, key.String(), ErrLockerClosed, nil)
 		case <-timer:
 			return FailKind(op, key.String(), ErrLockTimeout, nil)
 		case <-ctx.Done():
@@ -298,6 +305,10 @@ func (m *Mux) await(ctx context.Context, key sqltext.Key, o *Options, op string,
 		}
 		ms = int64((left + time.Millisecond - 1) / time.Millisecond)
 	}
+	// Close ends the wait.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer context.AfterFunc(m.closing, func() { cancel(errLockerClosed) })()
 	var err error
 	for try := 1; try <= BadConnTries; try++ {
 		var conn *sql.Conn
@@ -313,7 +324,10 @@ func (m *Mux) await(ctx context.Context, key sqltext.Key, o *Options, op string,
 			break
 		}
 	}
-	if err != nil {
+	switch {
+	case err != nil && context.Cause(ctx) == errLockerClosed:
+		return FailKind(op, key.String(), ErrLockerClosed, nil)
+	case err != nil:
 		return FailWait(ctx, op, key.String(), err)
 	}
 	return nil
@@ -327,6 +341,7 @@ func (m *Mux) Close(ctx context.Context) error {
 	m.closed = true
 	carriers := append([]*carrier(nil), m.carriers...)
 	m.mu.Unlock()
+	m.close()
 	var errs []error
 	for _, c := range carriers {
 		errs = append(errs, c.close(ctx))
