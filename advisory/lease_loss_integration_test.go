@@ -36,15 +36,19 @@ const lossMargin = 10 * time.Second
 const envLeaseRuns = "PGADVISORY_LEASE_RUNS"
 
 // leaseRuns returns the number of runs per event.
-func leaseRuns(t *testing.T) int {
+func leaseRuns(t *testing.T) int { return envCount(t, envLeaseRuns, 3) }
+
+// envCount returns the positive integer the environment variable name
+// holds, or def when it is unset.
+func envCount(t *testing.T, name string, def int) int {
 	t.Helper()
-	s := os.Getenv(envLeaseRuns)
+	s := os.Getenv(name)
 	if s == "" {
-		return 3
+		return def
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 {
-		t.Fatalf("%s=%q: want a positive integer", envLeaseRuns, s)
+		t.Fatalf("%s=%q: want a positive integer", name, s)
 	}
 	return n
 }

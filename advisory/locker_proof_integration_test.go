@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	mrand "math/rand/v2"
-	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -188,18 +186,7 @@ func TestLockerLossIntegration(t *testing.T) {
 const envLockerOps = "PGADVISORY_LOCKER_OPS"
 
 // lockerOps returns that number.
-func lockerOps(t *testing.T) int64 {
-	t.Helper()
-	s := os.Getenv(envLockerOps)
-	if s == "" {
-		return 25_000
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 1 {
-		t.Fatalf("%s=%q: want a positive integer", envLockerOps, s)
-	}
-	return n
-}
+func lockerOps(t *testing.T) int64 { return int64(envCount(t, envLockerOps, 25_000)) }
 
 // fence is the protected resource of the chaos test: per key, it accepts
 // a write only with a token above the last accepted one.
