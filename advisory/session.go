@@ -64,11 +64,10 @@ func LockKeys(ctx context.Context, conn *sql.Conn, keys ...Key) error {
 // Unlock releases one exclusive session lock on key. It returns an error
 // matching [ErrNotHeld] when the session did not hold it.
 //
-// Unlock runs even when ctx is already cancelled: it then keeps ctx's
-// values but not its cancellation, and gives up after ten seconds. While
-// ctx is live, ctx bounds it. If the release fails, is cut short, or the
-// key was not held, the session is closed, so that no lock the caller has
-// lost track of stays behind in the pool.
+// Unlock runs even when ctx is already cancelled: it keeps ctx's values but
+// not its cancellation, and gives up after ten seconds. If the release
+// fails, or the key was not held, the session is closed, so that no lock
+// the caller has lost track of stays behind in the pool.
 func Unlock(ctx context.Context, conn *sql.Conn, key Key) error {
 	return release(ctx, conn, "unlock", []sqltext.Key{key.sql()}, sqltext.Unlock(false, key.sql()))
 }

@@ -60,22 +60,12 @@ func CloseDriverConn(conn *sql.Conn) {
 // was cancelled.
 const ReleaseTimeout = 10 * time.Second
 
-// ReleaseContext returns a context for releasing locks. While ctx is
-// live, that is ctx itself: the caller's own bound applies, and the
-// driver is not asked to watch another context, which costs it a timer,
-// and on lib/pq a goroutine, per statement. A release that ctx then cuts
-// short fails, and its session is discarded, so nothing stays held. Once
-// ctx has ended, the context keeps ctx's values but not its cancellation,
-// so a cancelled caller still releases, and ends after ReleaseTimeout.
+// ReleaseContext returns a context for releasing locks: it keeps ctx's
+// values but not its cancellation, so a cancelled caller still releases,
+// and it ends after ReleaseTimeout.
 func ReleaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if ctx.Err() == nil {
-		return ctx, noCancel
-	}
 	return detachedContext(ctx)
 }
-
-// noCancel is the CancelFunc of a context that needs none.
-func noCancel() {}
 
 // detachedContext returns a context that keeps ctx's values but not its
 // cancellation, and ends after ReleaseTimeout: a session scope ends under

@@ -35,10 +35,10 @@ func Xact(ctx context.Context, tx *sql.Tx, key sqltext.Key, fn func(context.Cont
 		return Join(err, Rollback(tx))
 	}
 
-	sc := &scopeContext{Context: ctx, s: xactScope{tx: tx, owned: true}}
-	err = fn(sc, tx)
+	s := &xactScope{tx: tx, owned: true}
+	err = fn(context.WithValue(ctx, xactScopeKey{}, s), tx)
 	finished = true
-	err = end(ctx, tx, &sc.s, err)
+	err = end(ctx, tx, s, err)
 	if h := o.Observed(); h != nil {
 		h.Released(ctx, "xact end", []sqltext.Key{key}, err)
 	}
@@ -93,23 +93,6 @@ type xactScope struct {
 }
 
 type xactScopeKey struct{}
-
-// scopeContext is fn's context in a transaction scope: ctx, carrying the
-// scope under xactScopeKey. It is context.WithValue and the scope in one
-// allocation.
-type scopeContext struct {
-	context.Context
-	s xactScope
-}
-
-// Value returns the scope for xactScopeKey, and asks the parent for any
-// other key.
-func (c *scopeContext) Value(key any) any {
-	if key == (xactScopeKey{}) {
-		return &c.s
-	}
-	return c.Context.Value(key)
-}
 
 // outcome reports whether CommitEarly ran, and what it returned.
 func (s *xactScope) outcome() (bool, error) {
