@@ -180,14 +180,14 @@ func TestLockerLossIntegration(t *testing.T) {
 }
 
 // envLockerOps sets how many acquisitions TestLockerChaosIntegration
-// makes on each server and driver. The default, 5,000 on each of the four,
+// makes on each server and driver. The default, 2,000 on each of the four,
 // keeps the suite's run short under the race detector;
 // PGADVISORY_LOCKER_OPS=100000 makes the full proof that docs/locker.md
 // records.
 const envLockerOps = "PGADVISORY_LOCKER_OPS"
 
 // lockerOps returns that number.
-func lockerOps(t *testing.T) int64 { return int64(envCount(t, envLockerOps, 5_000)) }
+func lockerOps(t *testing.T) int64 { return int64(envCount(t, envLockerOps, 2_000)) }
 
 // fence is the protected resource of the chaos test: per key, it accepts
 // a write only with a token above the last accepted one.

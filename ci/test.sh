@@ -132,7 +132,7 @@ log="$(mktemp -t pgadvisory-test.XXXXXX)"
 trap 'rm -f "$log"' EXIT
 start=$SECONDS
 status=0
-go test -race -count=1 -timeout 15m -v "$@" ./... >"$log" 2>&1 || status=$?
+go test -race -count=1 -timeout 25m -v "$@" ./... >"$log" 2>&1 || status=$?
 
 grep -E '^(ok|FAIL|\?)[[:space:]]' "$log" || true
 echo
