@@ -199,7 +199,7 @@ func (s *Semaphore) Acquire(ctx context.Context) (*advisory.Lease, error) {
 
 // badConnTries bounds how often a try takes a fresh connection when the
 // pool hands it a dead one.
-const badConnTries = 3
+const badConnTries = 5
 
 // tryQuery renders the statement that tries the slots in order and takes
 // the first it can: no ORDER BY, so that the filter runs row by row and

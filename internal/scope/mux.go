@@ -17,7 +17,7 @@ const DefaultMaxConns = 4
 
 // BadConnTries bounds how often a statement that found its pooled
 // connection dead is tried on another, as database/sql does for its own.
-const BadConnTries = 3
+const BadConnTries = 5
 
 // errLockerClosed is the cause of a Mux's leases' contexts after Close,
 // and the error of an acquisition that Close overtook.
