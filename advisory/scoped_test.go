@@ -306,6 +306,26 @@ func TestWithSessionLock(t *testing.T) {
 	}
 }
 
+// TestWithSessionLockStrayCancel: a cancel request sent for an earlier
+// statement can land on the release instead (drivers send them on a
+// connection of their own). The session is alive and holds the lock, so
+// the release runs again, and the scope succeeds.
+func TestWithSessionLockStrayCancel(t *testing.T) {
+	t.Parallel()
+	db, m := mock.New(t, exactSQL)
+	m.ExpectExec("SELECT pg_advisory_lock(42)").WithoutArgs().WillReturnResult(rows(1))
+	cancelled := &sqlState{"57014", "canceling statement due to user request"}
+	m.ExpectExec(releaseSQL("pg_advisory_unlock(42)")).WithoutArgs().WillReturnError(cancelled)
+	m.ExpectExec(releaseSQL("pg_advisory_unlock(42)")).WithoutArgs().WillReturnResult(rows(1))
+	err := advisory.WithSessionLock(context.Background(), db, k42, func(context.Context, *sql.Conn) error { return nil })
+	if err != nil {
+		t.Fatalf("WithSessionLock = %v; want nil after the release ran again", err)
+	}
+	if n := db.Stats().OpenConnections; n != 1 {
+		t.Fatalf("%d connections open; the clean session should be back in the pool", n)
+	}
+}
+
 func TestWithSessionLockPanicDiscards(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, exactSQL)

@@ -128,27 +128,32 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*advisory.Lease, error) {
 	for i := range order {
 		order[i] = s.Slot((start + i) % s.n)
 	}
-	var conn *sql.Conn
-	var o int
-	var err error
 	for try := 1; ; try++ {
-		if conn, err = s.db.Conn(ctx); err != nil {
-			return nil, fmt.Errorf("semaphore: %w", scope.Fail(ctx, "connect", s.base.String(), err))
+		l, err := s.tryOnce(ctx, order)
+		// driver.ErrBadConn means the session died: the pool handed
+		// over one that had died while idle, and the driver sent
+		// nothing, or the session that took a slot ended before the
+		// lease confirmed it, and the slot went with it. Either way
+		// nothing is held: take another, as database/sql does for its
+		// own statements.
+		if err == nil || !errors.Is(err, driver.ErrBadConn) || try == badConnTries || ctx.Err() != nil {
+			return l, err
 		}
-		err = conn.QueryRowContext(ctx, tryQuery(order)).Scan(&o)
-		if err == nil && ctx.Err() != nil {
-			// A driver can report success for a statement whose context
-			// expired as it ended, after it dropped the session.
-			err = ctx.Err()
-		}
-		// driver.ErrBadConn means the driver sent nothing: the pool
-		// handed over a session that had died while idle. Take another,
-		// as database/sql does for its own statements.
-		if !errors.Is(err, driver.ErrBadConn) || try == badConnTries || ctx.Err() != nil {
-			break
-		}
-		scope.Discard(conn)
-		_ = conn.Close()
+	}
+}
+
+// tryOnce is one try of the slots in order, on one connection.
+func (s *Semaphore) tryOnce(ctx context.Context, order []advisory.Key) (*advisory.Lease, error) {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("semaphore: %w", scope.Fail(ctx, "connect", s.base.String(), err))
+	}
+	var o int
+	err = conn.QueryRowContext(ctx, tryQuery(order)).Scan(&o)
+	if err == nil && ctx.Err() != nil {
+		// A driver can report success for a statement whose context
+		// expired as it ended, after it dropped the session.
+		err = ctx.Err()
 	}
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -198,7 +203,7 @@ func (s *Semaphore) Acquire(ctx context.Context) (*advisory.Lease, error) {
 }
 
 // badConnTries bounds how often a try takes a fresh connection when the
-// pool hands it a dead one.
+// one it had died.
 const badConnTries = 5
 
 // tryQuery renders the statement that tries the slots in order and takes

@@ -30,6 +30,21 @@ func Run(ctx context.Context, e Execer, query string) (int64, error) {
 	return 0, err
 }
 
+// RunRelease is Run for a statement that releases locks. A cancel request
+// that arrived too late for the statement it was sent for (drivers send
+// them on a connection of their own, and the server acts on one whenever
+// it lands) can end the next statement on the session instead: a release
+// that ends with SQLSTATE 57014 while ctx is live ran under such a stray
+// cancel, and is sent once more. A cancelled statement did not commit,
+// and the session still holds what it held.
+func RunRelease(ctx context.Context, e Execer, query string) (int64, error) {
+	n, err := Run(ctx, e, query)
+	if err != nil && ctx.Err() == nil && SQLState(err) == "57014" {
+		n, err = Run(ctx, e, query)
+	}
+	return n, err
+}
+
 // Discard closes the session behind conn instead of returning it to the
 // pool, so that any lock it may hold ends with it. Closing a *sql.Conn
 // would return the session, locks and all; only a Raw callback that reports
@@ -110,7 +125,7 @@ func Release(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key,
 	}
 	rctx, cancel := ReleaseContext(ctx)
 	defer cancel()
-	n, err := Run(rctx, conn, stmt)
+	n, err := RunRelease(rctx, conn, stmt)
 	switch {
 	case err != nil:
 		Discard(conn)

@@ -87,7 +87,7 @@ type sessionEnd struct {
 func (e *sessionEnd) run(ctx context.Context, discard bool) error {
 	rctx, cancel := detachedContext(ctx)
 	defer cancel()
-	n, err := Run(rctx, e.conn, e.o.EndStatement(e.key, e.owned))
+	n, err := RunRelease(rctx, e.conn, e.o.EndStatement(e.key, e.owned))
 	// Only now end fn's context: the statement above must still see a
 	// transaction fn left open on it, and database/sql rolls that back
 	// once fn's context ends.
