@@ -91,6 +91,7 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 		result  sql.Result
 		err     error
 		cancel  bool
+		times   int // how often the statement is sent; 0 means once
 		wantErr []error
 		wantMsg string
 	}{
@@ -159,7 +160,17 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 			name:    "UnlockFails",
 			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.UnlockShared(ctx, c, k42) },
 			sql:     "SELECT 1 WHERE pg_advisory_unlock_shared(42)",
+			err:     &sqlState{"57P01", "terminating connection due to administrator command"},
+			wantErr: []error{},
+		},
+		{
+			// A cancel that lands on a release is taken for a stray
+			// one, and the release is sent again, once.
+			name:    "UnlockCancelledTwice",
+			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.UnlockShared(ctx, c, k42) },
+			sql:     "SELECT 1 WHERE pg_advisory_unlock_shared(42)",
 			err:     &sqlState{"57014", "canceling statement due to user request"},
+			times:   2,
 			wantErr: []error{},
 		},
 		{
@@ -178,11 +189,13 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 			if tt.cancel {
 				ctx = endedAsCallReturns{ctx}
 			}
-			e := m.ExpectExec(tt.sql).WithoutArgs()
-			if tt.err != nil {
-				e.WillReturnError(tt.err)
-			} else {
-				e.WillReturnResult(tt.result)
+			for range max(tt.times, 1) {
+				e := m.ExpectExec(tt.sql).WithoutArgs()
+				if tt.err != nil {
+					e.WillReturnError(tt.err)
+				} else {
+					e.WillReturnResult(tt.result)
+				}
 			}
 			m.ExpectClose() // the session is discarded, not pooled
 			err := tt.call(ctx, conn)

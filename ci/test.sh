@@ -128,13 +128,19 @@ step "go test"
 # Verbose output goes to a log; the terminal gets the package results, the
 # matrix of servers and drivers the integration tests ran on, and, when
 # something fails, everything but the passing noise.
-log="$(mktemp -t pgadvisory-test.XXXXXX)"
-trap 'rm -f "$log"' EXIT
+# ci/testreport turns go test's events into that log, and prints the
+# slowest tests.
+work="$(mktemp -d -t pgadvisory-test.XXXXXX)"
+trap 'rm -rf "$work"' EXIT
+log="$work/test.log"
+go build -o "$work/testreport" ./ci/testreport
 start=$SECONDS
 status=0
-go test -race -count=1 -timeout 25m -v "$@" ./... >"$log" 2>&1 || status=$?
+go test -race -count=1 -timeout 25m -json "$@" ./... 2>&1 | "$work/testreport" "$log" >"$work/slowest" || status=$?
 
 grep -E '^(ok|FAIL|\?)[[:space:]]' "$log" || true
+echo
+cat "$work/slowest"
 echo
 echo "integration tests and subtests passed, per server/driver:"
 grep -E -- '--- PASS: ' "$log" |

@@ -77,10 +77,21 @@ const ReleaseTimeout = 10 * time.Second
 
 // ReleaseContext returns a context for releasing locks: it keeps ctx's
 // values but not its cancellation, so a cancelled caller still releases,
-// and it ends after ReleaseTimeout.
+// and it ends after ReleaseTimeout. A ctx that can never end (its Done is
+// nil, as context.Background's is) is returned as it is: nothing can cut
+// the release short, and the driver is not asked to watch a context,
+// which costs it a timer, and on lib/pq a goroutine, per statement. Such a
+// release is bounded as the caller's other statements are, by the driver
+// and the server alone.
 func ReleaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx.Done() == nil {
+		return ctx, noCancel
+	}
 	return detachedContext(ctx)
 }
+
+// noCancel is the CancelFunc of a context that needs none.
+func noCancel() {}
 
 // detachedContext returns a context that keeps ctx's values but not its
 // cancellation, and ends after ReleaseTimeout: a session scope ends under
