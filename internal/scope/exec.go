@@ -59,16 +59,22 @@ func Discard(conn *sql.Conn) {
 // CloseDriverConn closes the driver's connection under conn at once, so
 // that the server ends the session and releases its locks, without waiting
 // for a transaction that is open on conn: database/sql would wait for it
-// before closing. The *sql.Conn itself is then discarded on a goroutine
-// that ends when that transaction ends.
+// before closing. A driver that does not mark a connection bad when it is
+// closed (lib/pq) learns it from a ping that cannot be sent, so that
+// database/sql drops the connection instead of pooling it once the
+// transaction ends and conn is closed. Nothing touches conn after
+// CloseDriverConn returns: database/sql does not allow a call on a Conn to
+// race its Close, which is the caller's.
 func CloseDriverConn(conn *sql.Conn) {
 	_ = conn.Raw(func(dc any) error {
 		if c, ok := dc.(driver.Conn); ok {
 			_ = c.Close()
 		}
+		if p, ok := dc.(driver.Pinger); ok {
+			_ = p.Ping(context.Background())
+		}
 		return nil
 	})
-	go Discard(conn)
 }
 
 // ReleaseTimeout bounds a release that runs after the caller's context

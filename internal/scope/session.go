@@ -115,6 +115,12 @@ func (e *sessionEnd) end(n int64, err error, op, keys string, discard bool) erro
 		// connection until it ends, which may be never. In a failed
 		// transaction the release did not run, so end the session now.
 		CloseDriverConn(e.conn)
+		if e.owned {
+			// Nobody else holds conn: close it once the transaction
+			// ends, off the caller's path. A conn the caller owns is
+			// the caller's to close.
+			go Discard(e.conn)
+		}
 		return FailKind(op, keys, errTxLeftOpen, err)
 	case err == nil:
 		Discard(e.conn)
