@@ -108,9 +108,17 @@ func TestSessionScopeTxLeftOpenIntegration(t *testing.T) {
 					key := keys.next()
 					db := pgOpenOne(t, tg)
 					var tx *sql.Tx
+					var conn *sql.Conn // the test's, for WithSessionLockConn
+					run := kind.run
+					if kind.name == "Conn" {
+						conn = pgtest.Conn(t, db)
+						run = func(ctx context.Context, _ *testing.T, _ *sql.DB, key advisory.Key, fn func(context.Context, *sql.Conn) error) error {
+							return advisory.WithSessionLockConn(ctx, conn, key, fn)
+						}
+					}
 					done := make(chan error, 1)
 					go func() {
-						done <- kind.run(context.Background(), t, db, key, func(ctx context.Context, conn *sql.Conn) error {
+						done <- run(context.Background(), t, db, key, func(ctx context.Context, conn *sql.Conn) error {
 							txCtx := ctx
 							if tc.ownCtx {
 								txCtx = context.Background()
@@ -144,8 +152,13 @@ func TestSessionScopeTxLeftOpenIntegration(t *testing.T) {
 					if tx != nil {
 						_ = tx.Rollback()
 					}
-					// Once the transaction has ended, the connection is
-					// freed, and the pool's one slot serves again.
+					if conn != nil {
+						// The caller's conn is the caller's to close,
+						// as always; its session is gone.
+						_ = conn.Close()
+					}
+					// Once the transaction has ended and the conn is
+					// closed, the pool's one slot serves again.
 					ctx, cancel := context.WithTimeout(context.Background(), pgtest.PollTimeout)
 					defer cancel()
 					if err := db.PingContext(ctx); err != nil {

@@ -74,7 +74,10 @@ func WithSessionLock(ctx context.Context, db *sql.DB, key Key, fn func(ctx conte
 // already holds: it takes the lock on conn, runs fn, and releases the lock
 // when fn returns. It releases key only, and leaves conn open for the
 // caller to close. Whenever the outcome is in doubt, it closes the session
-// as WithSessionLock does, and conn then reports [sql.ErrConnDone].
+// as WithSessionLock does, and conn then reports [sql.ErrConnDone]. When
+// fn left a transaction open on conn, the session is closed under it at
+// once, and the lock with it; conn then fails every statement, and its
+// Close waits, as database/sql's always does, for that transaction to end.
 func WithSessionLockConn(ctx context.Context, conn *sql.Conn, key Key, fn func(ctx context.Context, conn *sql.Conn) error, opts ...Option) error {
 	switch {
 	case conn == nil:

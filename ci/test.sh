@@ -140,8 +140,6 @@ go test -race -count=1 -timeout 25m -json "$@" ./... 2>&1 | "$work/testreport" "
 
 grep -E '^(ok|FAIL|\?)[[:space:]]' "$log" || true
 echo
-cat "$work/slowest"
-echo
 echo "integration tests and subtests passed, per server/driver:"
 grep -E -- '--- PASS: ' "$log" |
 	grep -oE '/pg[0-9]+(-[0-9]+)?/(pgx-cancel|pgx|pq)([/ ]|$)' |
@@ -153,5 +151,7 @@ if [[ $status -ne 0 ]]; then
 	echo "== failures (log without passing tests):"
 	grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|[[:space:]]*--- PASS: )' "$log" | tail -n 400
 fi
+echo
+cat "$work/slowest"
 echo "tests took $((SECONDS - start))s"
 exit "$status"
