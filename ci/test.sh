@@ -88,17 +88,21 @@ fi
 echo "all files formatted"
 
 step "go mod tidy"
-# go.mod and go.sum must be what go mod tidy makes of them.
-if ! tidy="$(go mod tidy -diff 2>&1)"; then
-	echo "test: error: go mod tidy -diff failed: go.mod or go.sum is not tidy (run go mod tidy), or the check could not run:" >&2
-	printf '%s\n' "$tidy" | grep -v '^go: downloading ' | sed 's/^/    /' >&2
-	exit 1
-fi
+# go.mod and go.sum must be what go mod tidy makes of them, in the library's
+# module and in the comparison benchmarks' (ci/bench).
+for mod in . ci/bench; do
+	if ! tidy="$(cd "$mod" && go mod tidy -diff 2>&1)"; then
+		echo "test: error: go mod tidy -diff failed in $mod: go.mod or go.sum is not tidy (run go mod tidy), or the check could not run:" >&2
+		printf '%s\n' "$tidy" | grep -v '^go: downloading ' | sed 's/^/    /' >&2
+		exit 1
+	fi
+done
 echo "go.mod and go.sum are tidy"
 phase_done "go mod tidy"
 
 step "go vet"
 go vet ./...
+(cd ci/bench && go vet ./...)
 phase_done "go vet"
 
 step "staticcheck"
@@ -115,6 +119,7 @@ if ! pinned_staticcheck; then
 fi
 if pinned_staticcheck; then
 	"$staticcheck" ./...
+	(cd ci/bench && "$staticcheck" ./...)
 	echo "staticcheck $staticcheck_version: clean"
 elif under_ci; then
 	echo "test: error: staticcheck $staticcheck_version could not be installed (CI=true)" >&2

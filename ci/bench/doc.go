@@ -1,0 +1,8 @@
+// Package bench holds the comparison benchmarks: the library against the
+// same SQL written by hand on each driver, against waiting by polling,
+// against redsync on Redis, and against pgbench. It is a module of its own
+// so that the Redis client the comparison needs stays out of the library's
+// requirements. It starts its own PostgreSQL servers through the project's
+// harness and its own Redis from the host's redis-server; ci/bench.sh runs
+// it and draws the chart, and docs/benchmarks.md gives the results.
+package bench

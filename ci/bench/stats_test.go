@@ -1,0 +1,85 @@
+package bench_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// quantile returns the q-quantile of xs (nearest rank), or 0 for none.
+func quantile[T int64 | float64 | time.Duration](xs []T, q float64) T {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	i := int(q * float64(len(s)-1))
+	return s[i]
+}
+
+// spread is the median, least and greatest of a ratio over the repeats.
+type spread struct{ med, lo, hi float64 }
+
+func spreadOf(xs []float64) spread {
+	return spread{quantile(xs, 0.5), slices.Min(xs), slices.Max(xs)}
+}
+
+func (s spread) String() string { return fmt.Sprintf("%.3f (%.3f–%.3f)", s.med, s.lo, s.hi) }
+
+// results collects the samples that ci/bench/chart draws: by group (a
+// server and driver), by variant, every handoff's latency in ns.
+var results = struct {
+	sync.Mutex
+	Handoff map[string]map[string][]int64
+}{Handoff: map[string]map[string][]int64{}}
+
+// addSamples records a variant's samples for the chart.
+func addSamples(group, variant string, ds []time.Duration) {
+	results.Lock()
+	defer results.Unlock()
+	g := results.Handoff[group]
+	if g == nil {
+		g = map[string][]int64{}
+		results.Handoff[group] = g
+	}
+	for _, d := range ds {
+		g[variant] = append(g[variant], d.Nanoseconds())
+	}
+}
+
+// writeResults writes the samples to the file PGADVISORY_BENCH_OUT names,
+// if any.
+func writeResults(tb testing.TB) {
+	path := os.Getenv("PGADVISORY_BENCH_OUT")
+	if path == "" {
+		return
+	}
+	results.Lock()
+	defer results.Unlock()
+	b, err := json.MarshalIndent(results.Handoff, "", " ")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// table renders rows as a Markdown table.
+func table(header []string, rows [][]string) string {
+	var b strings.Builder
+	b.WriteString("| " + strings.Join(header, " | ") + " |\n|")
+	for range header {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, r := range rows {
+		b.WriteString("| " + strings.Join(r, " | ") + " |\n")
+	}
+	return b.String()
+}
