@@ -100,9 +100,9 @@ func panel(img *image.RGBA, o image.Point, title string, variants map[string][]i
 	for _, t := range []struct {
 		ns    float64
 		label string
-	}{{1e5, "100µs"}, {1e6, "1ms"}, {1e7, "10ms"}, {1e8, "100ms"}, {1e9, "1s"}} {
+	}{{1e5, "100us"}, {1e6, "1ms"}, {1e7, "10ms"}, {1e8, "100ms"}, {1e9, "1s"}} {
 		line(img, x(t.ns), y(0), x(t.ns), y(1), grey)
-		text(img, x(t.ns)-14, y0+14, t.label)
+		text(img, x(t.ns)-14, y0+16, t.label)
 	}
 	for _, q := range []float64{0, 0.5, 1} {
 		line(img, x0, y(q), x0+w, y(q), grey)
