@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
@@ -37,6 +38,9 @@ func (o *Options) HeartbeatInterval() time.Duration {
 	return DefaultHeartbeat
 }
 
+// optionsPool holds the Options that Parse applies options to.
+var optionsPool = sync.Pool{New: func() any { return new(Options) }}
+
 // ErrBadOption is wrapped by every error about an option's value.
 var ErrBadOption = errors.New("advisory: bad option")
 
@@ -44,10 +48,20 @@ var ErrBadOption = errors.New("advisory: bad option")
 // Nil options are skipped.
 func Parse[O ~func(*Options)](opts []O) (Options, error) {
 	var o Options
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
+	if len(opts) > 0 {
+		// An option is a function of a pointer, which the compiler must
+		// assume it keeps: applied to a pooled Options rather than to o,
+		// they cost no allocation per call.
+		p := optionsPool.Get().(*Options)
+		*p = Options{}
+		for _, opt := range opts {
+			if opt != nil {
+				opt(p)
+			}
 		}
+		o = *p
+		*p = Options{} // drop the references it holds
+		optionsPool.Put(p)
 	}
 	switch {
 	case o.Bounded && o.Timeout <= 0:
