@@ -8,8 +8,9 @@
 #
 #   - ci/bench: BenchmarkHandoff (the library against SQL by hand, polling
 #     and redsync on a local Redis) and BenchmarkXactThroughput (8 clients:
-#     the library against SQL by hand and pgbench), variants interleaved
-#     within each of 5 repeats;
+#     the library against SQL by hand and pgbench) and BenchmarkMiddleware
+#     (httplock.XactLock against a handler by hand, 1 and 8 clients),
+#     variants interleaved within each of 5 repeats;
 #   - advisory: the interleaved lock benchmarks (TryLock+Unlock and
 #     TryXactLock against SELECT 1 and the other SQL forms, on one
 #     connection), 5 runs;
