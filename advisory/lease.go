@@ -173,8 +173,10 @@ func (l *Lease) Token() int64 { return l.l.Token() }
 // Release stops the heartbeat, releases the lock and returns the
 // connection to the pool. It is idempotent: later calls return the first
 // result. It returns an error matching [ErrLockLost] if the lease was lost
-// before it; the lock is gone either way. ctx bounds the release; use a
-// context that is still live, such as context.WithoutCancel(ctx).
+// before it; the lock is gone either way. It runs even when ctx has
+// ended, as [Unlock] does: it waits for a heartbeat in flight, which the
+// heartbeat's own deadline bounds, then releases under ctx's values
+// without its cancellation, giving up after ten seconds.
 func (l *Lease) Release(ctx context.Context) error { return l.l.Release(ctx) }
 
 // Heartbeat sets the interval of a lease's heartbeat to d, for [Acquire],

@@ -65,7 +65,9 @@ func LockKeys(ctx context.Context, conn *sql.Conn, keys ...Key) error {
 // matching [ErrNotHeld] when the session did not hold it.
 //
 // Unlock runs even when ctx is already cancelled: it keeps ctx's values but
-// not its cancellation, and gives up after ten seconds. If the release
+// not its cancellation, and gives up after ten seconds. Under a ctx that
+// can never end, such as context.Background(), it runs under ctx itself,
+// bounded only as the caller's other statements under ctx are. If the release
 // fails, or the key was not held, the session is closed, so that no lock
 // the caller has lost track of stays behind in the pool.
 func Unlock(ctx context.Context, conn *sql.Conn, key Key) error {

@@ -30,13 +30,17 @@ func Run(ctx context.Context, e Execer, query string) (int64, error) {
 	return 0, err
 }
 
-// RunRelease is Run for a statement that releases locks. A cancel request
-// that arrived too late for the statement it was sent for (drivers send
-// them on a connection of their own, and the server acts on one whenever
-// it lands) can end the next statement on the session instead: a release
-// that ends with SQLSTATE 57014 while ctx is live ran under such a stray
-// cancel, and is sent once more. A cancelled statement did not commit,
-// and the session still holds what it held.
+// RunRelease is Run for a statement that releases locks, and may be sent
+// twice. A cancel request that arrived too late for the statement it was
+// sent for (a driver set to send them, such as pgx with its cancel-request
+// handler, sends them on a connection of its own, and the server acts on
+// one whenever it lands) can end the next statement on the session
+// instead: a release that ends with SQLSTATE 57014 while ctx is live ran
+// under such a stray cancel, and is sent once more. Session locks are not
+// transactional, so the cancel may have landed after the unlock ran: only
+// a statement that releases every lock of the session (a scope's end on a
+// connection of its own) can be sent twice safely. A stacked lock would
+// otherwise be released twice.
 func RunRelease(ctx context.Context, e Execer, query string) (int64, error) {
 	n, err := Run(ctx, e, query)
 	if err != nil && ctx.Err() == nil && SQLState(err) == "57014" {
@@ -59,22 +63,31 @@ func Discard(conn *sql.Conn) {
 // CloseDriverConn closes the driver's connection under conn at once, so
 // that the server ends the session and releases its locks, without waiting
 // for a transaction that is open on conn: database/sql would wait for it
-// before closing. A driver that does not mark a connection bad when it is
-// closed (lib/pq) learns it from a ping that cannot be sent, so that
-// database/sql drops the connection instead of pooling it once the
-// transaction ends and conn is closed. Nothing touches conn after
-// CloseDriverConn returns: database/sql does not allow a call on a Conn to
-// race its Close, which is the caller's.
+// before closing. conn stays the caller's to close, and fails every
+// statement until then. Nothing touches conn after CloseDriverConn
+// returns, and the caller must not close conn while it runs: database/sql
+// does not allow a Raw call to race a Conn's close.
 func CloseDriverConn(conn *sql.Conn) {
 	_ = conn.Raw(func(dc any) error {
-		if c, ok := dc.(driver.Conn); ok {
-			_ = c.Close()
-		}
-		if p, ok := dc.(driver.Pinger); ok {
-			_ = p.Ping(context.Background())
-		}
+		closeDriverConn(dc)
 		return nil
 	})
+}
+
+// closeDriverConn closes a driver's connection. A driver whose connection
+// reports its own health (driver.Validator) but does not mark itself bad
+// when closed (lib/pq) learns it from a ping that cannot be sent, so that
+// database/sql drops the connection instead of pooling it.
+func closeDriverConn(dc any) {
+	if c, ok := dc.(driver.Conn); ok {
+		_ = c.Close()
+	}
+	if _, ok := dc.(driver.Validator); !ok {
+		return
+	}
+	if p, ok := dc.(driver.Pinger); ok {
+		_ = p.Ping(context.Background())
+	}
 }
 
 // ReleaseTimeout bounds a release that runs after the caller's context
@@ -142,7 +155,7 @@ func Release(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key,
 	}
 	rctx, cancel := ReleaseContext(ctx)
 	defer cancel()
-	n, err := RunRelease(rctx, conn, stmt)
+	n, err := Run(rctx, conn, stmt)
 	switch {
 	case err != nil:
 		Discard(conn)

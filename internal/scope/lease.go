@@ -206,8 +206,9 @@ func (l *Lease) discard() {
 
 // Release stops the heartbeat and releases the lock, once: later calls
 // return the first result. It reports an error matching ErrLockLost if
-// the lease was lost before it. ctx bounds the wait for a heartbeat in
-// flight and the release itself.
+// the lease was lost before it. It runs even when ctx has ended: it waits
+// for a heartbeat in flight, and releases under ctx's values without its
+// cancellation, giving up after ReleaseTimeout.
 func (l *Lease) Release(ctx context.Context) error {
 	l.endOnce.Do(func() { l.relErr = l.release(ctx, nil) })
 	return l.relErr
@@ -222,17 +223,19 @@ func (l *Lease) End(ctx context.Context, end func(ctx context.Context) error) er
 
 func (l *Lease) release(ctx context.Context, end func(context.Context) error) error {
 	close(l.stop)
+	// Wait for the heartbeat to stop, even when ctx has ended: until it
+	// has, it may still use conn, and after a loss it discards the
+	// session before it stops. Its own deadline bounds a heartbeat in
+	// flight; ReleaseTimeout bounds the wait for a driver that does not
+	// give a statement up.
+	wctx, cancel := detachedContext(ctx)
+	defer cancel()
 	select {
 	case <-l.done:
-	case <-l.ctx.Done():
-		// Lost while a heartbeat was in flight, on a server that may not
-		// answer: the heartbeat discards the session once the driver
-		// gives the statement up.
-		return l.Err()
-	case <-ctx.Done():
+	case <-wctx.Done():
 		// A heartbeat is stuck on a server that does not answer; it
 		// will discard the session when the driver gives up.
-		l.lose(fmt.Errorf("release: %w", ctx.Err()))
+		l.lose(fmt.Errorf("release: no heartbeat ended within %v", ReleaseTimeout))
 		return l.Err()
 	}
 	if err := l.Err(); err != nil {

@@ -3,6 +3,8 @@ package scope
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"sync"
 
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 )
@@ -87,10 +89,24 @@ type sessionEnd struct {
 func (e *sessionEnd) run(ctx context.Context, discard bool) error {
 	rctx, cancel := detachedContext(ctx)
 	defer cancel()
-	n, err := RunRelease(rctx, e.conn, e.o.EndStatement(e.key, e.owned))
+	stmt := e.o.EndStatement(e.key, e.owned)
+	var n int64
+	var err error
+	if e.owned {
+		// The statement ends with pg_advisory_unlock_all(), so sending
+		// it again after a stray cancel (see RunRelease) cannot release
+		// a lock that the first one had released already.
+		n, err = RunRelease(rctx, e.conn, stmt)
+	} else {
+		n, err = Run(rctx, e.conn, stmt)
+	}
+	txOpen := err == nil && n >= 2 || SQLState(err) == "25P02"
+	if txOpen {
+		e.closeUnderTx()
+	}
 	// Only now end fn's context: the statement above must still see a
 	// transaction fn left open on it, and database/sql rolls that back
-	// once fn's context ends.
+	// once fn's context ends, and may then close conn.
 	e.cancelFn()
 	op, keys := e.o.UnlockOp(), e.key.String()
 	err = e.end(n, err, op, keys, discard)
@@ -111,16 +127,8 @@ func (e *sessionEnd) end(n int64, err error, op, keys string, discard bool) erro
 		e.close()
 		return nil
 	case err == nil && n >= 2, SQLState(err) == "25P02":
-		// A transaction is open on conn: database/sql cannot close the
-		// connection until it ends, which may be never. In a failed
-		// transaction the release did not run, so end the session now.
-		CloseDriverConn(e.conn)
-		if e.owned {
-			// Nobody else holds conn: close it once the transaction
-			// ends, off the caller's path. A conn the caller owns is
-			// the caller's to close.
-			go Discard(e.conn)
-		}
+		// fn left a transaction open: run has ended the session under
+		// it (closeUnderTx).
 		return FailKind(op, keys, errTxLeftOpen, err)
 	case err == nil:
 		Discard(e.conn)
@@ -130,6 +138,38 @@ func (e *sessionEnd) end(n int64, err error, op, keys string, discard bool) erro
 	Discard(e.conn)
 	e.close()
 	return FailKind(op, keys, ErrLockLost, err)
+}
+
+// closeUnderTx ends the session under a transaction fn left open on conn,
+// before fn's context ends: database/sql cannot close the connection until
+// that transaction ends, which may be never, and in a failed transaction
+// the release did not run. It must run while the transaction is still
+// open, since database/sql may close conn once it ends, and a Raw call
+// that races a Conn's close makes database/sql panic.
+//
+// A conn the caller owns is the caller's to close; its driver connection
+// is closed here. A conn the scope owns is discarded as well: a goroutine
+// closes the driver connection through Raw and reports it bad, and
+// database/sql closes conn once the transaction ends. closeUnderTx waits
+// until that goroutine is inside Raw, past the point where a close could
+// race it.
+func (e *sessionEnd) closeUnderTx() {
+	if !e.owned {
+		CloseDriverConn(e.conn)
+		return
+	}
+	inside := make(chan struct{})
+	var once sync.Once
+	signal := func() { once.Do(func() { close(inside) }) }
+	go func() {
+		defer signal() // Raw failed before calling back
+		_ = e.conn.Raw(func(dc any) error {
+			closeDriverConn(dc)
+			signal()
+			return driver.ErrBadConn // conn is closed once the transaction ends
+		})
+	}()
+	<-inside
 }
 
 // close closes a connection the scope owns.
