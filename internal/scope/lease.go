@@ -230,8 +230,18 @@ func (l *Lease) release(ctx context.Context, end func(context.Context) error) er
 	// give a statement up.
 	wctx, cancel := detachedContext(ctx)
 	defer cancel()
+	// After a loss, a lease that owns conn need not wait: the heartbeat
+	// discards the session once the driver gives its statement up. One on
+	// a caller's conn waits, since the caller may close conn once Release
+	// returns.
+	var lost <-chan struct{}
+	if l.owned {
+		lost = l.ctx.Done()
+	}
 	select {
 	case <-l.done:
+	case <-lost:
+		return l.Err()
 	case <-wctx.Done():
 		// A heartbeat is stuck on a server that does not answer; it
 		// will discard the session when the driver gives up.
