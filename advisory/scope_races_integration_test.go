@@ -66,12 +66,8 @@ func TestSessionScopeHeartbeatCtxEndsIntegration(t *testing.T) {
 				return nil
 			}, advisory.Heartbeat(time.Hour))
 			pgtest.AwaitFree(t, tg.DB, key)
-			deadline := time.Now().Add(pgtest.PollTimeout)
-			for db.Stats().InUse != 0 && time.Now().Before(deadline) {
-				time.Sleep(time.Millisecond)
-			}
-			if n := db.Stats().InUse; n != 0 {
-				t.Fatalf("%d connections still in use after the scope returned", n)
+			if err := pgtest.Poll(time.Millisecond, func() (bool, error) { return db.Stats().InUse == 0, nil }); err != nil {
+				t.Fatalf("%d connections still in use after the scope returned: %v", db.Stats().InUse, err)
 			}
 		}
 	})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/pgtest"
 	"github.com/pgadvisory/pgadvisory/mock"
 )
 
@@ -180,9 +181,7 @@ func TestWithXactLockCommitEarly(t *testing.T) {
 		// database/sql rolls back a transaction whose context ended on
 		// a goroutine of its own, which may reach the driver after
 		// WithXactLock returned.
-		for deadline := time.Now().Add(5 * time.Second); m.ExpectationsWereMet() != nil && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
-		}
+		_ = pgtest.Poll(time.Millisecond, func() (bool, error) { return m.ExpectationsWereMet() == nil, nil })
 	})
 	t.Run("OutsideAScope", func(t *testing.T) {
 		t.Parallel()

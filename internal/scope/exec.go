@@ -30,25 +30,6 @@ func Run(ctx context.Context, e Execer, query string) (int64, error) {
 	return 0, err
 }
 
-// RunRelease is Run for a statement that releases locks, and may be sent
-// twice. A cancel request that arrived too late for the statement it was
-// sent for (a driver set to send them, such as pgx with its cancel-request
-// handler, sends them on a connection of its own, and the server acts on
-// one whenever it lands) can end the next statement on the session
-// instead: a release that ends with SQLSTATE 57014 while ctx is live ran
-// under such a stray cancel, and is sent once more. Session locks are not
-// transactional, so the cancel may have landed after the unlock ran: only
-// a statement that releases every lock of the session (a scope's end on a
-// connection of its own) can be sent twice safely. A stacked lock would
-// otherwise be released twice.
-func RunRelease(ctx context.Context, e Execer, query string) (int64, error) {
-	n, err := Run(ctx, e, query)
-	if err != nil && ctx.Err() == nil && SQLState(err) == "57014" {
-		n, err = Run(ctx, e, query)
-	}
-	return n, err
-}
-
 // Discard closes the session behind conn instead of returning it to the
 // pool, so that any lock it may hold ends with it. Closing a *sql.Conn
 // would return the session, locks and all; only a Raw callback that reports

@@ -90,14 +90,17 @@ func (e *sessionEnd) run(ctx context.Context, discard bool) error {
 	rctx, cancel := detachedContext(ctx)
 	defer cancel()
 	stmt := e.o.EndStatement(e.key, e.owned)
-	var n int64
-	var err error
-	if e.owned {
-		// The statement ends with pg_advisory_unlock_all(), so sending
-		// it again after a stray cancel (see RunRelease) cannot release
-		// a lock that the first one had released already.
-		n, err = RunRelease(rctx, e.conn, stmt)
-	} else {
+	n, err := Run(rctx, e.conn, stmt)
+	if e.owned && err != nil && rctx.Err() == nil && SQLState(err) == "57014" {
+		// A cancel request that came too late for the statement it was
+		// sent for (a driver set to send them, such as pgx with its
+		// cancel-request handler, sends them on a connection of its own,
+		// and the server acts on one whenever it lands) ended this one
+		// instead. Session locks are not transactional, so the cancel may
+		// have landed after the unlock ran; an owned scope's statement
+		// ends with pg_advisory_unlock_all(), so sending it again cannot
+		// release a lock twice. A caller's conn may hold the key stacked:
+		// its scope reports the lock in doubt instead.
 		n, err = Run(rctx, e.conn, stmt)
 	}
 	txOpen := err == nil && n >= 2 || SQLState(err) == "25P02"
@@ -109,7 +112,7 @@ func (e *sessionEnd) run(ctx context.Context, discard bool) error {
 	// once fn's context ends, and may then close conn.
 	e.cancelFn()
 	op, keys := e.o.UnlockOp(), e.key.String()
-	err = e.end(n, err, op, keys, discard)
+	err = e.end(n, err, txOpen, op, keys, discard)
 	if h := e.o.Observed(); h != nil {
 		h.Released(ctx, op, []sqltext.Key{e.key}, err)
 	}
@@ -117,8 +120,9 @@ func (e *sessionEnd) run(ctx context.Context, discard bool) error {
 }
 
 // end acts on what the statement that ends the scope answered, n rows or
-// err, and discards the session when discard is set.
-func (e *sessionEnd) end(n int64, err error, op, keys string, discard bool) error {
+// err, and on whether fn left a transaction open, and discards the session
+// when discard is set.
+func (e *sessionEnd) end(n int64, err error, txOpen bool, op, keys string, discard bool) error {
 	switch {
 	case err == nil && n == 1:
 		if discard {
@@ -126,9 +130,8 @@ func (e *sessionEnd) end(n int64, err error, op, keys string, discard bool) erro
 		}
 		e.close()
 		return nil
-	case err == nil && n >= 2, SQLState(err) == "25P02":
-		// fn left a transaction open: run has ended the session under
-		// it (closeUnderTx).
+	case txOpen:
+		// run has ended the session under it (closeUnderTx).
 		return FailKind(op, keys, errTxLeftOpen, err)
 	case err == nil:
 		Discard(e.conn)
