@@ -1,7 +1,6 @@
 package bench_test
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"io"
@@ -9,8 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -169,22 +166,6 @@ func post(b *testing.B, client *http.Client, url string) error {
 // concurrent returns the mean wall time per request, in µs, of clients
 // clients sending requests for half a window.
 func concurrent(b *testing.B, client *http.Client, url string) float64 {
-	ctx, cancel := context.WithTimeout(context.Background(), window/2)
-	defer cancel()
-	var n atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range clients {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				if err := post(b, client, url); err != nil {
-					b.Error(err)
-					return
-				}
-				n.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	return float64(time.Since(start).Microseconds()) / float64(n.Load())
+	n, took := onClients(b, window/2, func() error { return post(b, client, url) })
+	return float64(took.Microseconds()) / float64(n)
 }

@@ -114,7 +114,20 @@ func BenchmarkXactThroughput(b *testing.B) {
 // runClients runs v on clients goroutines for window and returns the
 // transactions per second.
 func runClients(b *testing.B, db *sql.DB, v txVariant) float64 {
-	ctx, cancel := context.WithTimeout(context.Background(), window)
+	n, took := onClients(b, window, func() error {
+		if err := v.run(context.Background(), db, rand.Int64N(1_000_000_000)+1); err != nil {
+			return fmt.Errorf("%s: %w", v.name, err)
+		}
+		return nil
+	})
+	return float64(n) / took.Seconds()
+}
+
+// onClients calls op in a loop on clients goroutines for d, and returns
+// how many calls succeeded and how long they all took. A goroutine whose
+// call fails fails b and stops.
+func onClients(b *testing.B, d time.Duration, op func() error) (int64, time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var n atomic.Int64
 	var wg sync.WaitGroup
@@ -122,8 +135,8 @@ func runClients(b *testing.B, db *sql.DB, v txVariant) float64 {
 	for range clients {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				if err := v.run(context.Background(), db, rand.Int64N(1_000_000_000)+1); err != nil {
-					b.Errorf("%s: %v", v.name, err)
+				if err := op(); err != nil {
+					b.Error(err)
 					return
 				}
 				n.Add(1)
@@ -131,7 +144,7 @@ func runClients(b *testing.B, db *sql.DB, v txVariant) float64 {
 		})
 	}
 	wg.Wait()
-	return float64(n.Load()) / time.Since(start).Seconds()
+	return n.Load(), time.Since(start)
 }
 
 // tpsLine is pgbench's report of its rate.

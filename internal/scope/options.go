@@ -52,8 +52,7 @@ func Parse[O ~func(*Options)](opts []O) (Options, error) {
 		// An option is a function of a pointer, which the compiler must
 		// assume it keeps: applied to a pooled Options rather than to o,
 		// they cost no allocation per call.
-		p := optionsPool.Get().(*Options)
-		*p = Options{}
+		p := optionsPool.Get().(*Options) // zero: it is put back zeroed
 		for _, opt := range opts {
 			if opt != nil {
 				opt(p)
