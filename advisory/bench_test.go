@@ -171,7 +171,7 @@ type benchOp func(ctx context.Context, h *benchHandle, k int64) error
 
 // A benchVariant is one way to make the measured call.
 type benchVariant struct {
-	name  string // "baseline", "ours", "param", "inline"
+	name  string // "baseline", "ours", "param", "inline", ...
 	keyed bool   // runs as -freshkey and -fixedkey
 	op    benchOp
 }
@@ -213,6 +213,19 @@ func queryBool(ctx context.Context, q benchQueryer, query string, args ...any) e
 	return nil
 }
 
+// execOne sends a statement through ExecContext and requires it to
+// affect one row, as the library reads a try's answer.
+func execOne(ctx context.Context, e benchExecer, query string, args ...any) error {
+	res, err := e.ExecContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return fmt.Errorf("%s %v: %d rows, %v", query, args, n, err)
+	}
+	return nil
+}
+
 // sessionVariants measure a session lock and its unlock: two statements
 // per op, so the baseline sends "SELECT 1" twice.
 var sessionVariants = []benchVariant{
@@ -245,6 +258,22 @@ var sessionVariants = []benchVariant{
 			return err
 		}
 		return queryBool(ctx, h.conn, "SELECT pg_advisory_unlock("+s+")")
+	}},
+	// exec-inline and exec-param send the library's own statements by
+	// hand, the key in the text and as $1: the best a caller can write on
+	// lib/pq and on pgx.
+	{name: "exec-inline", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+		s := strconv.FormatInt(k, 10)
+		if err := execOne(ctx, h.conn, "SELECT 1 WHERE pg_try_advisory_lock("+s+")"); err != nil {
+			return err
+		}
+		return execOne(ctx, h.conn, "SELECT 1 WHERE pg_advisory_unlock("+s+")")
+	}},
+	{name: "exec-param", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+		if err := execOne(ctx, h.conn, "SELECT 1 WHERE pg_try_advisory_lock($1)", k); err != nil {
+			return err
+		}
+		return execOne(ctx, h.conn, "SELECT 1 WHERE pg_advisory_unlock($1)", k)
 	}},
 	// observed is ours with an Observer attached, to show what observing
 	// costs; ours itself runs with none, which costs one atomic load.
@@ -281,6 +310,12 @@ var xactVariants = []benchVariant{
 	}},
 	{name: "inline", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
 		return queryBool(ctx, h.tx, "SELECT pg_try_advisory_xact_lock("+strconv.FormatInt(k, 10)+")")
+	}},
+	{name: "exec-inline", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+		return execOne(ctx, h.tx, "SELECT 1 WHERE pg_try_advisory_xact_lock("+strconv.FormatInt(k, 10)+")")
+	}},
+	{name: "exec-param", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+		return execOne(ctx, h.tx, "SELECT 1 WHERE pg_try_advisory_xact_lock($1)", k)
 	}},
 }
 

@@ -134,6 +134,7 @@ func acquireOnce(ctx context.Context, db *sql.DB, key sqltext.Key, o *scope.Opti
 	if err != nil {
 		return nil, scope.Fail(ctx, "connect", key.String(), err)
 	}
+	o.Form = scope.ConnForm(conn)
 	op, stmt := o.LockStatement(false, key)
 	acquired, err := scope.AcquireWith(ctx, o.Observed(), conn, op, []sqltext.Key{key}, stmt)
 	if err == nil && o.Try && !acquired {

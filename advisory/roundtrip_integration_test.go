@@ -13,10 +13,13 @@ import (
 
 // TestRoundTripsIntegration proves through a counting proxy what each call
 // costs on the wire. Every lock function is one round trip on both
-// drivers: it sends one statement, with the key rendered into it and no
-// parameters, so lib/pq and pgx both use the simple query protocol. Each
-// call uses a key not used before, so that pgx has no statement of the
-// same text to reuse.
+// drivers: it sends one statement. On lib/pq the key is rendered into it,
+// with no parameters, and lib/pq sends it through the simple query
+// protocol. On pgx a single key goes as a parameter, and pgx prepares the
+// statement the first time the connection sends its text: that first call
+// may cost one round trip more, and every later one costs one, whatever
+// its key. So each case runs twice, each time with a key not used before,
+// and the second run is the one that must cost exactly its count.
 func TestRoundTripsIntegration(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
@@ -46,16 +49,24 @@ func TestRoundTripsIntegration(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		measure := func(t *testing.T, want int64, f func() error) {
+		// measure counts the round trips of the call setup returns, twice:
+		// the first run may prepare a statement, the second must not.
+		measure := func(t *testing.T, want int64, setup func() func() error) {
 			t.Helper()
-			p.Reset()
-			err := f()
-			got := p.Flights()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != want {
-				t.Errorf("%d round trips; want %d", got, want)
+			for run := range 2 {
+				f := setup()
+				p.Reset()
+				err := f()
+				got := p.Flights()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if run == 0 && (got < want || got > want+1) {
+					t.Errorf("first run: %d round trips; want %d, or %d with a prepare", got, want, want+1)
+				}
+				if run == 1 && got != want {
+					t.Errorf("%d round trips; want %d", got, want)
+				}
 			}
 		}
 		tryOK := func(want bool) func(bool, error) error {
@@ -131,7 +142,7 @@ func TestRoundTripsIntegration(t *testing.T) {
 			}
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
-					measure(t, 1, tt.setup(t))
+					measure(t, 1, func() func() error { return tt.setup(t) })
 					if err := advisory.UnlockAll(ctx, conn); err != nil {
 						t.Fatal(err)
 					}
@@ -160,7 +171,7 @@ func TestRoundTripsIntegration(t *testing.T) {
 						t.Fatal(err)
 					}
 					defer tx.Rollback()
-					measure(t, 1, func() error { return tt.call(tx) })
+					measure(t, 1, func() func() error { return func() error { return tt.call(tx) } })
 				})
 			}
 		})
@@ -214,10 +225,12 @@ func TestRoundTripsIntegration(t *testing.T) {
 					// has not been taken from the pool for over a second,
 					// one more round trip that is the driver's, not the
 					// helper's: take the connection once just before.
-					if err := db.PingContext(ctx); err != nil {
-						t.Fatal(err)
-					}
-					measure(t, tt.want, tt.call)
+					measure(t, tt.want, func() func() error {
+						if err := db.PingContext(ctx); err != nil {
+							t.Fatal(err)
+						}
+						return tt.call
+					})
 				})
 			}
 		})

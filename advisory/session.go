@@ -15,7 +15,7 @@ import (
 // If ctx ends the wait, Lock returns an error wrapping ctx.Err() and closes
 // the session, since the lock may have been granted as the wait ended.
 func Lock(ctx context.Context, conn *sql.Conn, key Key) error {
-	_, err := acquire(ctx, conn, "lock", []sqltext.Key{key.sql()}, sqltext.Lock(false, false, key.sql()))
+	_, err := acquire(ctx, conn, "lock", []sqltext.Key{key.sql()}, sqltext.LockStmt(scope.ConnForm(conn), false, false, key.sql()))
 	return err
 }
 
@@ -24,7 +24,7 @@ func Lock(ctx context.Context, conn *sql.Conn, key Key) error {
 // lock is held until [UnlockShared], [UnlockAll], or the end of the
 // session. On error it behaves as [Lock] does.
 func LockShared(ctx context.Context, conn *sql.Conn, key Key) error {
-	_, err := acquire(ctx, conn, "lock shared", []sqltext.Key{key.sql()}, sqltext.Lock(false, true, key.sql()))
+	_, err := acquire(ctx, conn, "lock shared", []sqltext.Key{key.sql()}, sqltext.LockStmt(scope.ConnForm(conn), false, true, key.sql()))
 	return err
 }
 
@@ -33,7 +33,7 @@ func LockShared(ctx context.Context, conn *sql.Conn, key Key) error {
 // [Unlock], [UnlockAll], or the end of the session. On error TryLock
 // reports false and closes the session, as [Lock] does.
 func TryLock(ctx context.Context, conn *sql.Conn, key Key) (bool, error) {
-	return acquire(ctx, conn, "try lock", []sqltext.Key{key.sql()}, sqltext.TryLock(false, false, key.sql()))
+	return acquire(ctx, conn, "try lock", []sqltext.Key{key.sql()}, sqltext.TryLockStmt(scope.ConnForm(conn), false, false, key.sql()))
 }
 
 // TryLockShared takes a shared session lock on key if no exclusive lock
@@ -41,7 +41,7 @@ func TryLock(ctx context.Context, conn *sql.Conn, key Key) (bool, error) {
 // held until [UnlockShared], [UnlockAll], or the end of the session. On
 // error it reports false and closes the session, as [Lock] does.
 func TryLockShared(ctx context.Context, conn *sql.Conn, key Key) (bool, error) {
-	return acquire(ctx, conn, "try lock shared", []sqltext.Key{key.sql()}, sqltext.TryLock(false, true, key.sql()))
+	return acquire(ctx, conn, "try lock shared", []sqltext.Key{key.sql()}, sqltext.TryLockStmt(scope.ConnForm(conn), false, true, key.sql()))
 }
 
 // LockKeys waits until it holds an exclusive session lock on every key. It
@@ -57,7 +57,7 @@ func LockKeys(ctx context.Context, conn *sql.Conn, keys ...Key) error {
 		return errNoKeys
 	}
 	sk := sqlKeys(canonical(keys))
-	_, err := acquire(ctx, conn, "lock", sk, sqltext.Lock(false, false, sk...))
+	_, err := acquire(ctx, conn, "lock", sk, sqltext.Plain(sqltext.Lock(false, false, sk...)))
 	return err
 }
 
@@ -71,13 +71,13 @@ func LockKeys(ctx context.Context, conn *sql.Conn, keys ...Key) error {
 // fails, or the key was not held, the session is closed, so that no lock
 // the caller has lost track of stays behind in the pool.
 func Unlock(ctx context.Context, conn *sql.Conn, key Key) error {
-	return release(ctx, conn, "unlock", []sqltext.Key{key.sql()}, sqltext.Unlock(false, key.sql()))
+	return release(ctx, conn, "unlock", []sqltext.Key{key.sql()}, sqltext.UnlockStmt(scope.ConnForm(conn), false, key.sql()))
 }
 
 // UnlockShared releases one shared session lock on key, as [Unlock] does
 // for an exclusive one.
 func UnlockShared(ctx context.Context, conn *sql.Conn, key Key) error {
-	return release(ctx, conn, "unlock shared", []sqltext.Key{key.sql()}, sqltext.Unlock(true, key.sql()))
+	return release(ctx, conn, "unlock shared", []sqltext.Key{key.sql()}, sqltext.UnlockStmt(scope.ConnForm(conn), true, key.sql()))
 }
 
 // UnlockKeys releases one exclusive session lock on every key, duplicates
@@ -87,7 +87,7 @@ func UnlockKeys(ctx context.Context, conn *sql.Conn, keys ...Key) error {
 		return errNoKeys
 	}
 	sk := sqlKeys(canonical(keys))
-	return release(ctx, conn, "unlock", sk, sqltext.Unlock(false, sk...))
+	return release(ctx, conn, "unlock", sk, sqltext.Plain(sqltext.Unlock(false, sk...)))
 }
 
 // UnlockAll releases every session lock the session holds, exclusive and
@@ -108,11 +108,11 @@ func UnlockAll(ctx context.Context, conn *sql.Conn) error {
 }
 
 // acquire takes keys on conn; see [scope.Acquire].
-func acquire(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, stmt string) (bool, error) {
+func acquire(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, stmt sqltext.Stmt) (bool, error) {
 	return scope.Acquire(ctx, conn, op, keys, stmt)
 }
 
 // release releases keys on conn; see [scope.Release].
-func release(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, stmt string) error {
+func release(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, stmt sqltext.Stmt) error {
 	return scope.Release(ctx, conn, op, keys, stmt)
 }

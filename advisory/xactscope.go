@@ -49,6 +49,7 @@ func WithXactLock(ctx context.Context, db *sql.DB, key Key, fn func(ctx context.
 	if err != nil {
 		return scope.Fail(ctx, "begin", "", err)
 	}
+	o.Form = scope.DBForm(db)
 	return scope.Xact(ctx, tx, key.sql(), fn, &o)
 }
 
@@ -68,6 +69,7 @@ func WithXactLockTx(ctx context.Context, tx *sql.Tx, key Key, fn func(ctx contex
 	if err != nil {
 		return scope.Join(err, scope.Rollback(tx))
 	}
+	o.Form = scope.TxForm(ctx, tx)
 	return scope.Xact(ctx, tx, key.sql(), fn, &o)
 }
 

@@ -85,7 +85,9 @@
 // The scoped helpers go one step further and ask advisory itself which
 // statement its options produce, so that every option advisory has, now or
 // later, is covered. Every expectation also requires that no arguments are
-// sent. A test in this package runs each advisory function against its
+// sent: advisory sends a key as a parameter only on pgx's connections, and
+// a mock's connection is sqlmock's, so on a mock, as on lib/pq, every key
+// is in the text. A test in this package runs each advisory function against its
 // helper, so a change to advisory's SQL cannot silently break the tests of
 // this package's users.
 //

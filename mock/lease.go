@@ -126,7 +126,7 @@ func ExpectAcquire(m sqlmock.Sqlmock, key advisory.Key, outcome LeaseOutcome, op
 		holds:   sqltext.Holds(LeasePID, o.Shared, k, LeaseMark),
 		end:     o.EndStatement(k, true),
 	}
-	s.Lock = expectLock(m, lock, outcome == LeaseNotAcquired, outcome == LeaseFailed)
+	s.Lock = expectLock(m, lock.Query, outcome == LeaseNotAcquired, outcome == LeaseFailed)
 	if outcome == LeaseNotAcquired || outcome == LeaseFailed {
 		return s
 	}

@@ -234,7 +234,7 @@ func expectSession(helper string, m sqlmock.Sqlmock, key advisory.Key, outcome S
 	o := parse(helper, opts, outcome == SessionNotAcquired)
 	_, lock := o.LockStatement(false, sqltext.KeyOf(key))
 	s := &SessionScope{m: m, end: o.EndStatement(sqltext.KeyOf(key), owned)}
-	s.Lock = expectLock(m, lock, outcome == SessionNotAcquired, outcome == SessionFailed)
+	s.Lock = expectLock(m, lock.Query, outcome == SessionNotAcquired, outcome == SessionFailed)
 	if o.Watched {
 		s.holds = sqltext.Holds(LeasePID, o.Shared, sqltext.KeyOf(key), LeaseMark)
 		if outcome == Release || outcome == SessionGranted {
@@ -264,7 +264,7 @@ func expectLock(m sqlmock.Sqlmock, stmt string, refused, failed bool) *sqlmock.E
 func lockSQL(helper string, opts []advisory.Option, xact bool, key advisory.Key, refused bool) string {
 	o := parse(helper, opts, refused)
 	_, stmt := o.LockStatement(xact, sqltext.KeyOf(key))
-	return stmt
+	return stmt.Query
 }
 
 // parse reads opts as advisory does. It panics when advisory rejects

@@ -15,13 +15,14 @@ type Execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-// Run sends one statement and returns how many rows it affected, which is
-// how every boolean answer comes back (see internal/sqltext). A nil error
+// Run sends one statement, with args, and returns how many rows it
+// affected, which is how every boolean answer comes back (see
+// internal/sqltext). A nil error
 // while ctx is done is not trusted: a driver can report success for a wait
 // whose context expired as it ended, after it dropped the session, so Run
 // reports ctx's error instead.
-func Run(ctx context.Context, e Execer, query string) (int64, error) {
-	res, err := e.ExecContext(ctx, query)
+func Run(ctx context.Context, e Execer, query string, args ...any) (int64, error) {
+	res, err := e.ExecContext(ctx, query, args...)
 	if err == nil {
 		if err = ctx.Err(); err == nil {
 			return res.RowsAffected()
@@ -104,17 +105,17 @@ func detachedContext(ctx context.Context) (context.Context, context.CancelFunc) 
 // Acquire sends stmt, which takes keys on conn as operation op, and
 // reports whether a try took them. On any error the session is discarded,
 // since a grant may have raced the failure.
-func Acquire(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, stmt string) (bool, error) {
+func Acquire(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, stmt sqltext.Stmt) (bool, error) {
 	return AcquireWith(ctx, DefaultHooks(), conn, op, keys, stmt)
 }
 
 // AcquireWith is Acquire, observed by h (which may be nil).
-func AcquireWith(ctx context.Context, h Hooks, conn *sql.Conn, op string, keys []sqltext.Key, stmt string) (bool, error) {
+func AcquireWith(ctx context.Context, h Hooks, conn *sql.Conn, op string, keys []sqltext.Key, stmt sqltext.Stmt) (bool, error) {
 	if conn == nil {
 		return false, ErrNilConn
 	}
 	start := now(h)
-	n, err := Run(ctx, conn, stmt)
+	n, err := Run(ctx, conn, stmt.Query, stmt.Args()...)
 	if err != nil {
 		Discard(conn)
 		err = FailWait(ctx, op, KeyList(keys), err)
@@ -130,13 +131,13 @@ func AcquireWith(ctx context.Context, h Hooks, conn *sql.Conn, op string, keys [
 // Release sends stmt, which releases keys on conn as operation op, and
 // expects one row per key. A failure or a key that was not held discards
 // the session, since what it holds is then in doubt.
-func Release(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, stmt string) error {
+func Release(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, stmt sqltext.Stmt) error {
 	if conn == nil {
 		return ErrNilConn
 	}
 	rctx, cancel := ReleaseContext(ctx)
 	defer cancel()
-	n, err := Run(rctx, conn, stmt)
+	n, err := Run(rctx, conn, stmt.Query, stmt.Args()...)
 	switch {
 	case err != nil:
 		Discard(conn)
@@ -153,17 +154,17 @@ func Release(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key,
 
 // XactAcquire sends stmt, which takes keys in tx as operation op, and
 // reports whether a try took them.
-func XactAcquire(ctx context.Context, tx *sql.Tx, op string, keys []sqltext.Key, stmt string) (bool, error) {
+func XactAcquire(ctx context.Context, tx *sql.Tx, op string, keys []sqltext.Key, stmt sqltext.Stmt) (bool, error) {
 	return XactAcquireWith(ctx, DefaultHooks(), tx, op, keys, stmt)
 }
 
 // XactAcquireWith is XactAcquire, observed by h (which may be nil).
-func XactAcquireWith(ctx context.Context, h Hooks, tx *sql.Tx, op string, keys []sqltext.Key, stmt string) (bool, error) {
+func XactAcquireWith(ctx context.Context, h Hooks, tx *sql.Tx, op string, keys []sqltext.Key, stmt sqltext.Stmt) (bool, error) {
 	if tx == nil {
 		return false, ErrNilTx
 	}
 	start := now(h)
-	n, err := Run(ctx, tx, stmt)
+	n, err := Run(ctx, tx, stmt.Query, stmt.Args()...)
 	if err != nil {
 		err = FailWait(ctx, op, KeyList(keys), err)
 	}

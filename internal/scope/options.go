@@ -28,6 +28,8 @@ type Options struct {
 	MaxConnsSet bool // MaxConns was given
 
 	Hooks Hooks // observe this call with these rather than the default
+
+	Form sqltext.Form // how a lock statement carries its key; see FormOf
 }
 
 // HeartbeatInterval returns the lease's heartbeat interval.
@@ -85,15 +87,17 @@ func (o *Options) TimeoutMillis() int64 {
 
 // LockStatement returns the statement that takes key as o says, in a
 // transaction (xact) or a session, and the operation's name for errors.
-func (o *Options) LockStatement(xact bool, key sqltext.Key) (op, stmt string) {
+// A try or a wait without a bound is sent in o.Form; a bounded wait
+// always carries its key in its text.
+func (o *Options) LockStatement(xact bool, key sqltext.Key) (op string, stmt sqltext.Stmt) {
 	op = lockOps[b2i(o.Try)][b2i(xact)][b2i(o.Shared)]
 	switch {
 	case o.Try:
-		return op, sqltext.TryLock(xact, o.Shared, key)
+		return op, sqltext.TryLockStmt(o.Form, xact, o.Shared, key)
 	case o.Bounded:
-		return op, sqltext.LockTimeout(xact, o.Shared, key, o.TimeoutMillis())
+		return op, sqltext.Plain(sqltext.LockTimeout(xact, o.Shared, key, o.TimeoutMillis()))
 	}
-	return op, sqltext.Lock(xact, o.Shared, key)
+	return op, sqltext.LockStmt(o.Form, xact, o.Shared, key)
 }
 
 // lockOps names the operations that take a lock, by whether they try,

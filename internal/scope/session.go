@@ -21,6 +21,7 @@ import (
 // panic in fn releases the lock before the panic goes on, whenever the
 // session still answers.
 func Session(ctx context.Context, conn *sql.Conn, key sqltext.Key, fn func(context.Context, *sql.Conn) error, o *Options, owned bool) error {
+	o.Form = ConnForm(conn)
 	op, stmt := o.LockStatement(false, key)
 	acquired, err := AcquireWith(ctx, o.Observed(), conn, op, []sqltext.Key{key}, stmt)
 	if err == nil && o.Try && !acquired {

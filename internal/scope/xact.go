@@ -35,7 +35,7 @@ func Xact(ctx context.Context, tx *sql.Tx, key sqltext.Key, fn func(context.Cont
 		return Join(err, Rollback(tx))
 	}
 
-	s := &xactScope{tx: tx, owned: true}
+	s := &xactScope{tx: tx, owned: true, form: o.Form}
 	err = fn(context.WithValue(ctx, xactScopeKey{}, s), tx)
 	finished = true
 	err = end(ctx, tx, s, err)
@@ -85,7 +85,8 @@ func Rollback(tx *sql.Tx) error {
 // transaction, and whether fn committed it early.
 type xactScope struct {
 	tx    *sql.Tx
-	owned bool // made by a scope, which reads the outcome
+	owned bool         // made by a scope, which reads the outcome
+	form  sqltext.Form // how statements in tx carry their keys; see TxForm
 
 	mu        sync.Mutex
 	committed bool  // CommitEarly ran

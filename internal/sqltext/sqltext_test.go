@@ -2,6 +2,7 @@ package sqltext_test
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
@@ -44,5 +45,34 @@ func TestStatements(t *testing.T) {
 				t.Errorf("\n got %s\nwant %s", tt.got, tt.want)
 			}
 		})
+	}
+}
+
+func TestStatementForms(t *testing.T) {
+	t.Parallel()
+	big := sqltext.Key{Bigint: math.MinInt64}
+	pair := sqltext.Key{Pair: true, A: math.MinInt32, B: 7}
+	tests := []struct {
+		name string
+		got  sqltext.Stmt
+		want string
+		args []any
+	}{
+		{"LockInline", sqltext.LockStmt(sqltext.Inline, false, false, big), sqltext.Lock(false, false, big), nil},
+		{"LockParams", sqltext.LockStmt(sqltext.Params, false, false, big), "SELECT pg_advisory_lock($1)", []any{int64(math.MinInt64)}},
+		{"XactLockSharedParams", sqltext.LockStmt(sqltext.Params, true, true, pair), "SELECT pg_advisory_xact_lock_shared($1,$2)", []any{int32(math.MinInt32), int32(7)}},
+		{"TryLockInline", sqltext.TryLockStmt(sqltext.Inline, true, true, pair), sqltext.TryLock(true, true, pair), nil},
+		{"TryXactLockParams", sqltext.TryLockStmt(sqltext.Params, true, false, big), "SELECT 1 WHERE pg_try_advisory_xact_lock($1)", []any{int64(math.MinInt64)}},
+		{"UnlockInline", sqltext.UnlockStmt(sqltext.Inline, false, big), sqltext.Unlock(false, big), nil},
+		{"UnlockSharedParams", sqltext.UnlockStmt(sqltext.Params, true, pair), "SELECT 1 WHERE pg_advisory_unlock_shared($1,$2)", []any{int32(math.MinInt32), int32(7)}},
+		{"Plain", sqltext.Plain(sqltext.UnlockAll), sqltext.UnlockAll, nil},
+	}
+	for _, tt := range tests {
+		if tt.got.Query != tt.want {
+			t.Errorf("%s: query\n got %s\nwant %s", tt.name, tt.got.Query, tt.want)
+		}
+		if args := tt.got.Args(); !slices.Equal(args, tt.args) {
+			t.Errorf("%s: args %#v; want %#v", tt.name, args, tt.args)
+		}
 	}
 }

@@ -1,0 +1,91 @@
+package advisory_test
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+)
+
+// TestPreparedStatementsIntegration proves that a key never makes a
+// statement of its own: after 300 rounds of session and transaction locks
+// with fresh keys on one connection, pgx holds one prepared statement per
+// kind of call, with the key as a parameter, and lib/pq none.
+func TestPreparedStatementsIntegration(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		keys := newPGKeys()
+		conn := pgtest.Conn(t, tg.DB)
+		for range 300 {
+			for _, k := range []advisory.Key{keys.next(), keys.nextPair()} {
+				if ok, err := advisory.TryLock(ctx, conn, k); err != nil || !ok {
+					t.Fatalf("TryLock(%v) = %v, %v", k, ok, err)
+				}
+				if err := advisory.Unlock(ctx, conn, k); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// A transaction that WithXactLock began sends its key as a
+			// parameter too, and so does a lock taken in it.
+			err := advisory.WithXactLock(ctx, tg.DB, keys.next(), func(ctx context.Context, tx *sql.Tx) error {
+				return advisory.XactLock(ctx, tx, keys.next())
+			}, advisory.Try())
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		got := preparedStatements(t, conn)
+		var want []string
+		if tg.Driver != pgtest.DriverPQ {
+			want = []string{
+				"SELECT 1 WHERE pg_advisory_unlock($1)",
+				"SELECT 1 WHERE pg_advisory_unlock($1,$2)",
+				"SELECT 1 WHERE pg_try_advisory_lock($1)",
+				"SELECT 1 WHERE pg_try_advisory_lock($1,$2)",
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("prepared statements on the connection:\n got %q\nwant %q", got, want)
+		}
+		// conn is held, so WithXactLock took the pool's other connection.
+		if tg.Driver != pgtest.DriverPQ {
+			xconn := pgtest.Conn(t, tg.DB)
+			got := preparedStatements(t, xconn)
+			want := []string{"SELECT 1 WHERE pg_try_advisory_xact_lock($1)", "SELECT pg_advisory_xact_lock($1)"}
+			if !slices.Equal(got, want) {
+				t.Errorf("prepared statements on the transactions' connection:\n got %q\nwant %q", got, want)
+			}
+		}
+	})
+}
+
+// preparedStatements returns the texts of the statements prepared on
+// conn's session, sorted, but for the one that asks.
+func preparedStatements(t *testing.T, conn *sql.Conn) []string {
+	t.Helper()
+	rows, err := conn.QueryContext(context.Background(), "SELECT statement FROM pg_prepared_statements ORDER BY statement")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(s, "pg_prepared_statements") {
+			out = append(out, s)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

@@ -1,0 +1,79 @@
+package scope
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"reflect"
+
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+)
+
+// paramsDriver is the package of the one driver known to run a statement
+// with parameters faster than the same statement with its key in the
+// text: pgx's database/sql driver. In its default mode it prepares a
+// statement the first time a connection sends its text, keeps it in a
+// cache of 512 per connection, and from then on sends only Bind and
+// Execute, in one round trip, with nothing for the server to parse. Its
+// other modes cost one round trip too, except describe_exec, which costs
+// two for every query with arguments, the application's own included.
+//
+// The driver is known by its package's path, so that advisory imports no
+// driver.
+const paramsDriver = "github.com/jackc/pgx/v5/stdlib"
+
+// formOf returns the form of statement that v, a driver's connection or
+// the driver itself, runs fastest.
+func formOf(v any) sqltext.Form {
+	t := reflect.TypeOf(v)
+	if t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t != nil && t.PkgPath() == paramsDriver {
+		return sqltext.Params
+	}
+	return sqltext.Inline
+}
+
+// ConnForm returns the form of statement conn's driver runs fastest. It
+// asks the driver's connection through conn.Raw, which sends nothing.
+func ConnForm(conn *sql.Conn) sqltext.Form {
+	if conn != nil && errors.Is(conn.Raw(paramsProbe), errParams) {
+		return sqltext.Params
+	}
+	return sqltext.Inline
+}
+
+// errParams is how paramsProbe answers through conn.Raw, which returns
+// only an error.
+var errParams = errors.New("the driver runs parameters fastest")
+
+// paramsProbe reports errParams when dc, a driver's connection, runs
+// statements with parameters fastest. A function rather than a closure, so
+// that asking costs no allocation.
+func paramsProbe(dc any) error {
+	if formOf(dc) == sqltext.Params {
+		return errParams
+	}
+	return nil
+}
+
+// DBForm returns the form of statement db's driver runs fastest.
+func DBForm(db *sql.DB) sqltext.Form {
+	if db == nil {
+		return sqltext.Inline
+	}
+	return formOf(db.Driver())
+}
+
+// TxForm returns the form of statement tx's driver runs fastest, as far as
+// it can be known: database/sql does not tell which driver a transaction
+// runs on, so that is known only for the transaction of a scope in ctx
+// (one WithXactLock began), and a caller's transaction gets the Inline
+// form, one round trip on every driver.
+func TxForm(ctx context.Context, tx *sql.Tx) sqltext.Form {
+	if s, ok := ctx.Value(xactScopeKey{}).(*xactScope); ok && s.tx == tx && tx != nil {
+		return s.form
+	}
+	return sqltext.Inline
+}
