@@ -13,7 +13,7 @@
 #     variants interleaved within each of 5 repeats;
 #   - advisory: the interleaved lock benchmarks (TryLock+Unlock and
 #     TryXactLock against SELECT 1 and the other SQL forms, on one
-#     connection), 5 runs;
+#     connection; WithXactLock against the same transaction by hand), 5 runs;
 #
 # and draws the handoff latencies as docs/handoff.png. The results go to
 # the terminal and to bench-results/ (not committed); docs/benchmarks.md

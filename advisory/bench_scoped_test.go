@@ -1,0 +1,127 @@
+package advisory_test
+
+import (
+	"context"
+	"database/sql"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+)
+
+// scopedVariants are the transactions BenchmarkInterleavedWithXactLock
+// compares: WithXactLock with Try, and the same transaction by hand, with
+// one try of a fresh key, or two ("-two": the scope's fn tries a second
+// key in the scope's transaction).
+var scopedVariants = []struct {
+	name string
+	op   func(ctx context.Context, db *sql.DB) error
+}{
+	{"baseline", func(ctx context.Context, db *sql.DB) error {
+		return byHandTx(ctx, db, func(tx *sql.Tx) error { return execSelect1(ctx, tx) })
+	}},
+	{"ours", func(ctx context.Context, db *sql.DB) error {
+		return advisory.WithXactLock(ctx, db, advisory.Int64Key(freshKeys.Add(1)), noopTx, advisory.Try())
+	}},
+	{"exec-inline", func(ctx context.Context, db *sql.DB) error {
+		return byHandTx(ctx, db, func(tx *sql.Tx) error { return tryInline(ctx, tx) })
+	}},
+	{"exec-param", func(ctx context.Context, db *sql.DB) error {
+		return byHandTx(ctx, db, func(tx *sql.Tx) error { return tryParam(ctx, tx) })
+	}},
+	{"ours-two", func(ctx context.Context, db *sql.DB) error {
+		return advisory.WithXactLock(ctx, db, advisory.Int64Key(freshKeys.Add(1)), func(ctx context.Context, tx *sql.Tx) error {
+			_, err := advisory.TryXactLock(ctx, tx, advisory.Int64Key(freshKeys.Add(1)))
+			return err
+		}, advisory.Try())
+	}},
+	{"exec-inline-two", func(ctx context.Context, db *sql.DB) error {
+		return byHandTx(ctx, db, func(tx *sql.Tx) error {
+			if err := tryInline(ctx, tx); err != nil {
+				return err
+			}
+			return tryInline(ctx, tx)
+		})
+	}},
+	{"exec-param-two", func(ctx context.Context, db *sql.DB) error {
+		return byHandTx(ctx, db, func(tx *sql.Tx) error {
+			if err := tryParam(ctx, tx); err != nil {
+				return err
+			}
+			return tryParam(ctx, tx)
+		})
+	}},
+}
+
+func noopTx(context.Context, *sql.Tx) error { return nil }
+
+// byHandTx begins a transaction, runs f in it, and commits.
+func byHandTx(ctx context.Context, db *sql.DB, f func(*sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := f(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// tryInline and tryParam try a fresh transaction lock by hand, as the
+// library's statement, with the key in the text and as $1.
+func tryInline(ctx context.Context, tx *sql.Tx) error {
+	return execOne(ctx, tx, "SELECT 1 WHERE pg_try_advisory_xact_lock("+strconv.FormatInt(freshKeys.Add(1), 10)+")")
+}
+
+func tryParam(ctx context.Context, tx *sql.Tx) error {
+	return execOne(ctx, tx, "SELECT 1 WHERE pg_try_advisory_xact_lock($1)", freshKeys.Add(1))
+}
+
+// BenchmarkInterleavedWithXactLock runs each of scopedVariants once per op,
+// each on a pool of one connection of its own, and reports each one's mean
+// time per transaction as a metric ("ours-ns/call"), as
+// [BenchmarkInterleavedTryLock] does for single calls.
+func BenchmarkInterleavedWithXactLock(b *testing.B) {
+	ctx := context.Background()
+	for _, s := range pgtest.Servers(b) {
+		b.Run(s.Name, func(b *testing.B) {
+			for _, d := range benchDrivers {
+				if d.only != "" {
+					continue
+				}
+				b.Run(d.name, func(b *testing.B) {
+					dbs := make([]*sql.DB, len(scopedVariants))
+					totals := make([]time.Duration, len(scopedVariants))
+					for i, v := range scopedVariants {
+						dbs[i] = d.open(b, s.DSN)
+						// Warm up: the connection exists and pgx has
+						// prepared what it prepares.
+						for range 3 {
+							if err := v.op(ctx, dbs[i]); err != nil {
+								b.Fatal(err)
+							}
+						}
+					}
+					b.ReportAllocs()
+					b.ResetTimer()
+					for range b.N {
+						for i, v := range scopedVariants {
+							start := time.Now()
+							if err := v.op(ctx, dbs[i]); err != nil {
+								b.Fatal(err)
+							}
+							totals[i] += time.Since(start)
+						}
+					}
+					b.StopTimer()
+					for i, v := range scopedVariants {
+						b.ReportMetric(float64(totals[i].Nanoseconds())/float64(b.N), v.name+"-ns/call")
+					}
+				})
+			}
+		})
+	}
+}
