@@ -34,9 +34,10 @@ import (
 //
 // A Lease from [Acquire] costs one connection from the pool, held until
 // Release or a loss, and one goroutine, which ends with it. Acquire costs
-// two round trips (on pgx, three for a key new to the connection, since
-// pgx prepares the confirming statement, whose text names the key), each
-// heartbeat one, and Release one. A Lease from a [Locker] shares its
+// two round trips (on pgx up to four on a connection's first lease, since
+// pgx prepares the lock statement and the confirming one, which carry the
+// key as parameters, once per connection), each heartbeat one, and
+// Release one. A Lease from a [Locker] shares its
 // connection and heartbeat with many others.
 type Lease struct {
 	key Key

@@ -133,7 +133,7 @@ func ExpectAcquire(m sqlmock.Sqlmock, key advisory.Key, outcome LeaseOutcome, op
 	if o.Fencing {
 		s.Token = LeaseToken
 	}
-	s.Start = m.ExpectQuery(pattern(m, sqltext.LeaseStart(o.Shared, k, o.Fencing))).WithoutArgs()
+	s.Start = m.ExpectQuery(pattern(m, sqltext.LeaseStart(sqltext.Inline, o.Shared, k, o.Fencing).Query)).WithoutArgs()
 	s.answer()
 	return s
 }
@@ -163,7 +163,7 @@ func ExpectWatch(m sqlmock.Sqlmock, key advisory.Key, outcome LeaseOutcome, opts
 	if o.Fencing {
 		s.Token = LeaseToken
 	}
-	s.Start = m.ExpectQuery(pattern(m, sqltext.LeaseStart(o.Shared, k, o.Fencing))).WithoutArgs()
+	s.Start = m.ExpectQuery(pattern(m, sqltext.LeaseStart(sqltext.Inline, o.Shared, k, o.Fencing).Query)).WithoutArgs()
 	s.answer()
 	return s
 }
@@ -220,7 +220,7 @@ func (s *LeaseScope) ExpectRelease() *sqlmock.ExpectedExec {
 // leaseStart lays down the start of the lease that a session scope runs
 // under [advisory.Heartbeat], granted: it never takes a fencing token.
 func leaseStart(m sqlmock.Sqlmock, o scope.Options, key sqltext.Key) *sqlmock.ExpectedQuery {
-	return m.ExpectQuery(pattern(m, sqltext.LeaseStart(o.Shared, key, false))).WithoutArgs().
+	return m.ExpectQuery(pattern(m, sqltext.LeaseStart(sqltext.Inline, o.Shared, key, false).Query)).WithoutArgs().
 		WillReturnRows(sqlmock.NewRows([]string{"pg_backend_pid", "pg_is_in_recovery", "exists", "token", "set_config"}).
 			AddRow(LeasePID, false, true, nil, LeaseMark))
 }

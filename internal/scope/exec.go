@@ -115,7 +115,7 @@ func AcquireWith(ctx context.Context, h Hooks, conn *sql.Conn, op string, keys [
 		return false, ErrNilConn
 	}
 	start := now(h)
-	n, err := Run(ctx, conn, stmt.Query, stmt.Args()...)
+	n, err := Run(ctx, conn, stmt.Query, stmt.Args...)
 	if err != nil {
 		Discard(conn)
 		err = FailWait(ctx, op, KeyList(keys), err)
@@ -137,7 +137,7 @@ func Release(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key,
 	}
 	rctx, cancel := ReleaseContext(ctx)
 	defer cancel()
-	n, err := Run(rctx, conn, stmt.Query, stmt.Args()...)
+	n, err := Run(rctx, conn, stmt.Query, stmt.Args...)
 	switch {
 	case err != nil:
 		Discard(conn)
@@ -164,7 +164,7 @@ func XactAcquireWith(ctx context.Context, h Hooks, tx *sql.Tx, op string, keys [
 		return false, ErrNilTx
 	}
 	start := now(h)
-	n, err := Run(ctx, tx, stmt.Query, stmt.Args()...)
+	n, err := Run(ctx, tx, stmt.Query, stmt.Args...)
 	if err != nil {
 		err = FailWait(ctx, op, KeyList(keys), err)
 	}

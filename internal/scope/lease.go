@@ -64,8 +64,9 @@ func StartLease(ctx context.Context, conn *sql.Conn, key sqltext.Key, o *Options
 	// backend, as behind a transaction pooler: the later one overwrites
 	// it, and the earlier one's next heartbeat finds the lease lost.
 	var mark int64
+	stmt := sqltext.LeaseStart(ConnForm(conn), o.Shared, key, o.Fencing)
 	start := func() error {
-		return conn.QueryRowContext(ctx, sqltext.LeaseStart(o.Shared, key, o.Fencing)).Scan(&l.pid, &standby, &held, &token, &mark)
+		return conn.QueryRowContext(ctx, stmt.Query, stmt.Args...).Scan(&l.pid, &standby, &held, &token, &mark)
 	}
 	err := start()
 	if o.Fencing && SQLState(err) == "42P01" {

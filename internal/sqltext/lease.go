@@ -14,14 +14,21 @@ func (k Key) tag() (classid, objid uint32, objsubid int) {
 // heldBy renders the condition, on pg_locks, that the backend named by
 // pid (an SQL expression) holds key in mode.
 func heldBy(pid string, shared bool, key Key) string {
-	c, o, s := key.tag()
+	c, o, _ := key.tag()
+	return heldAs(pid, shared, key, strconv.FormatUint(uint64(c), 10), strconv.FormatUint(uint64(o), 10))
+}
+
+// heldAs is heldBy with classid and objid given as SQL expressions, such
+// as parameters.
+func heldAs(pid string, shared bool, key Key, classid, objid string) string {
+	_, _, s := key.tag()
 	mode := "ExclusiveLock"
 	if shared {
 		mode = "ShareLock"
 	}
 	return "locktype = 'advisory' AND pid = " + pid +
-		" AND classid = " + strconv.FormatUint(uint64(c), 10) + "::int8::oid" +
-		" AND objid = " + strconv.FormatUint(uint64(o), 10) + "::int8::oid" +
+		" AND classid = " + classid + "::int8::oid" +
+		" AND objid = " + objid + "::int8::oid" +
 		" AND objsubid = " + strconv.Itoa(s) +
 		" AND mode = '" + mode + "' AND granted"
 }
@@ -74,12 +81,26 @@ const CreateFencingSequence = "CREATE SEQUENCE IF NOT EXISTS " + LeaseFencingSeq
 //
 // The mark is drawn by the server and read back as a number, so that no
 // string of the client's goes into SQL text.
-func LeaseStart(shared bool, key Key, fencing bool) string {
+//
+// In the Params form, classid and objid are $1 and $2, so that the text
+// depends on the key's kind alone: the statement returns rows, which pgx
+// sends prepared whatever the form, and a text per key would make a
+// statement per key.
+func LeaseStart(f Form, shared bool, key Key, fencing bool) Stmt {
 	token := "NULL::int8"
 	if fencing {
 		token = "CASE WHEN pg_is_in_recovery() THEN NULL ELSE nextval('" + LeaseFencingSequence + "') END"
 	}
-	return "SELECT pg_backend_pid(), pg_is_in_recovery(), EXISTS (SELECT 1 FROM pg_locks WHERE " +
-		heldBy("pg_backend_pid()", shared, key) + "), " + token +
-		", set_config('" + leaseMark(key) + "', floor(random() * 9007199254740992)::int8::text, false)::int8"
+	held := heldBy("pg_backend_pid()", shared, key)
+	var args []any
+	if f == Params {
+		c, o, _ := key.tag()
+		held = heldAs("pg_backend_pid()", shared, key, "$1", "$2")
+		args = []any{int64(c), int64(o)}
+	}
+	return Stmt{
+		Query: "SELECT pg_backend_pid(), pg_is_in_recovery(), EXISTS (SELECT 1 FROM pg_locks WHERE " + held + "), " + token +
+			", set_config('" + leaseMark(key) + "', floor(random() * 9007199254740992)::int8::text, false)::int8",
+		Args: args,
+	}
 }

@@ -66,12 +66,20 @@ func TestStatementForms(t *testing.T) {
 		{"UnlockInline", sqltext.UnlockStmt(sqltext.Inline, false, big), sqltext.Unlock(false, big), nil},
 		{"UnlockSharedParams", sqltext.UnlockStmt(sqltext.Params, true, pair), "SELECT 1 WHERE pg_advisory_unlock_shared($1,$2)", []any{int32(math.MinInt32), int32(7)}},
 		{"Plain", sqltext.Plain(sqltext.UnlockAll), sqltext.UnlockAll, nil},
+		{"LeaseStartInline", sqltext.LeaseStart(sqltext.Inline, false, big, false),
+			"SELECT pg_backend_pid(), pg_is_in_recovery(), EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() " +
+				"AND classid = 2147483648::int8::oid AND objid = 0::int8::oid AND objsubid = 1 AND mode = 'ExclusiveLock' AND granted), NULL::int8, " +
+				"set_config('pgadvisory.lease', floor(random() * 9007199254740992)::int8::text, false)::int8", nil},
+		{"LeaseStartParams", sqltext.LeaseStart(sqltext.Params, true, pair, false),
+			"SELECT pg_backend_pid(), pg_is_in_recovery(), EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() " +
+				"AND classid = $1::int8::oid AND objid = $2::int8::oid AND objsubid = 2 AND mode = 'ShareLock' AND granted), NULL::int8, " +
+				"set_config('pgadvisory.lease', floor(random() * 9007199254740992)::int8::text, false)::int8", []any{int64(2147483648), int64(7)}},
 	}
 	for _, tt := range tests {
 		if tt.got.Query != tt.want {
 			t.Errorf("%s: query\n got %s\nwant %s", tt.name, tt.got.Query, tt.want)
 		}
-		if args := tt.got.Args(); !slices.Equal(args, tt.args) {
+		if args := tt.got.Args; !slices.Equal(args, tt.args) {
 			t.Errorf("%s: args %#v; want %#v", tt.name, args, tt.args)
 		}
 	}

@@ -18,22 +18,18 @@ const (
 // Stmt is a statement ready to send: its text and the arguments it takes.
 type Stmt struct {
 	Query string
-	Key   Key  // the key Query takes as parameters, when Param
-	Param bool // Query takes Key as $1, or as $1 and $2 for a pair
+	Args  []any // nil when Query takes none
 }
 
 // Plain returns a statement without parameters.
 func Plain(query string) Stmt { return Stmt{Query: query} }
 
-// Args returns the statement's arguments, nil when it takes none.
-func (s Stmt) Args() []any {
-	switch {
-	case !s.Param:
-		return nil
-	case s.Key.Pair:
-		return []any{s.Key.A, s.Key.B}
+// keyArgs returns key as the arguments of $1, or of $1 and $2 for a pair.
+func keyArgs(key Key) []any {
+	if key.Pair {
+		return []any{key.A, key.B}
 	}
-	return []any{s.Key.Bigint}
+	return []any{key.Bigint}
 }
 
 // LockStmt is [Lock] for one key, in form f.
@@ -55,7 +51,7 @@ func UnlockStmt(f Form, shared bool, key Key) Stmt {
 // form are made once, so that a call builds no string.
 func single(f Form, prefix, name string, key Key) Stmt {
 	if f == Params {
-		return Stmt{Query: paramTexts[name][b2i(key.Pair)], Key: key, Param: true}
+		return Stmt{Query: paramTexts[name][b2i(key.Pair)], Args: keyArgs(key)}
 	}
 	return Stmt{Query: statement(prefix, name, key)}
 }
