@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -151,12 +152,27 @@ func (c *containerControl) pause() error {
 	if c.paused {
 		return errPaused
 	}
-	if err := c.pool.Client.PauseContainer(c.res.Container.ID); err != nil {
+	var err error
+	for try := 1; ; try++ {
+		err = c.pool.Client.PauseContainer(c.res.Container.ID)
+		// The cgroup freezer gives up when a process does not stop in
+		// time, as one in the middle of a disk write may not, and
+		// thaws the container again: "unable to freeze". Another try
+		// finds it stopped elsewhere.
+		if err == nil || try == pauseTries || !strings.Contains(err.Error(), "unable to freeze") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
 		return err
 	}
 	c.paused = true
 	return nil
 }
+
+// pauseTries bounds the tries of a pause that the freezer refused.
+const pauseTries = 10
 
 func (c *containerControl) unpause() error {
 	c.mu.Lock()
