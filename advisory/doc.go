@@ -100,9 +100,13 @@
 // # Round trips
 //
 // Every lock function costs one round trip, on lib/pq and on pgx alike.
-// Keys are only integers, so they are written into the statement, which
-// keeps every driver on its simple, unprepared path; no string ever goes
-// into SQL text.
+// On lib/pq, and any driver but pgx, the key, only integers, is written
+// into the statement, which keeps the driver on its simple, unprepared
+// path. On pgx a single key goes as a parameter: pgx prepares each kind of
+// statement once per connection (one round trip more, once) and then runs
+// it without the server parsing it again. A caller's *sql.Tx, whose driver
+// database/sql does not tell, gets the key in the text. No string ever
+// goes into SQL text. See docs/benchmarks.md.
 //
 // # Errors
 //

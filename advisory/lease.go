@@ -99,7 +99,8 @@ func Acquire(ctx context.Context, db *sql.DB, key Key, opts ...Option) (*Lease, 
 // discards the session when in doubt). Pass [Shared] when the lock is
 // shared, and [Heartbeat] and [Fencing] as for Acquire; [Try], [Timeout]
 // and [TxOptions] do not apply. It costs one round trip, which confirms the
-// lock as Acquire's does; on any error the session is discarded, the lock
+// lock as Acquire's does (on pgx two on a connection's first lease, which
+// prepares the statement); on any error the session is discarded, the lock
 // with it, and conn is closed.
 func Watch(ctx context.Context, conn *sql.Conn, key Key, opts ...Option) (*Lease, error) {
 	if conn == nil {
@@ -111,7 +112,7 @@ func Watch(ctx context.Context, conn *sql.Conn, key Key, opts ...Option) (*Lease
 		_ = conn.Close()
 		return nil, err
 	}
-	l, err := scope.StartLease(ctx, conn, key.sql(), &o, true)
+	l, err := scope.StartLease(ctx, conn, key.sql(), &o, scope.ConnForm(conn), true)
 	if err != nil {
 		return nil, err
 	}
@@ -135,8 +136,8 @@ func acquireOnce(ctx context.Context, db *sql.DB, key sqltext.Key, o *scope.Opti
 	if err != nil {
 		return nil, scope.Fail(ctx, "connect", key.String(), err)
 	}
-	o.Form = scope.ConnForm(conn)
-	op, stmt := o.LockStatement(false, key)
+	form := scope.ConnForm(conn)
+	op, stmt := o.LockStatement(form, false, key)
 	acquired, err := scope.AcquireWith(ctx, o.Observed(), conn, op, []sqltext.Key{key}, stmt)
 	if err == nil && o.Try && !acquired {
 		err = scope.FailKind(op, key.String(), ErrNotAcquired, nil)
@@ -145,7 +146,7 @@ func acquireOnce(ctx context.Context, db *sql.DB, key sqltext.Key, o *scope.Opti
 		_ = conn.Close()
 		return nil, err
 	}
-	return scope.StartLease(ctx, conn, key, o, true)
+	return scope.StartLease(ctx, conn, key, o, form, true)
 }
 
 // Key returns the key the lease holds.

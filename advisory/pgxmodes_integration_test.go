@@ -6,16 +6,20 @@ import (
 	"math"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/internal/pgtest"
 )
 
 // TestPgxExecModesIntegration runs the calls that send their key as a
-// parameter on pgx in each of pgx's query modes, with the keys at the ends
-// of both key spaces, and checks through another session that the lock
-// taken is the key's own: a statement pgx prepares, describes, runs
-// unnamed or writes out on the client must all take the same lock.
+// parameter on pgx, in each of pgx's query modes, with the keys at the
+// ends of both key spaces, and checks through another session that the
+// lock taken is the key's own: a statement pgx prepares, describes, runs
+// unnamed or writes out on the client must all take the same lock. The
+// calls: TryLock, Lock and Unlock, their shared forms, WithXactLock with
+// and without Try and TryXactLock and XactLock in its transaction, and a
+// lease's Acquire, whose confirmation reads pg_locks by the key.
 func TestPgxExecModesIntegration(t *testing.T) {
 	keys := []advisory.Key{
 		advisory.Int64Key(math.MinInt64), advisory.Int64Key(math.MaxInt64), advisory.Int64Key(-1),
@@ -40,26 +44,87 @@ func TestPgxExecModesIntegration(t *testing.T) {
 					t.Cleanup(func() { db.Close() })
 					conn := pgtest.Conn(t, db)
 					ctx := context.Background()
-					for _, k := range keys {
+					for i, k := range keys {
 						checkPgxSession(ctx, t, conn, other, k)
-						err := advisory.WithXactLock(ctx, db, k, func(ctx context.Context, _ *sql.Tx) error {
-							otx, err := other.BeginTx(ctx, nil)
+						checkPgxShared(ctx, t, conn, other, k)
+						// The scope's transaction also takes the next key,
+						// with the parameter form the scope passes on.
+						k2 := keys[(i+1)%len(keys)]
+						for _, opts := range [][]advisory.Option{{advisory.Try()}, nil} {
+							err := advisory.WithXactLock(ctx, db, k, func(ctx context.Context, tx *sql.Tx) error {
+								if ok, err := advisory.TryXactLock(ctx, tx, k2); err != nil || !ok {
+									t.Errorf("%v: TryXactLock in the scope = %v, %v; want true", k2, ok, err)
+								}
+								if err := advisory.XactLock(ctx, tx, k2); err != nil {
+									t.Errorf("%v: XactLock in the scope: %v", k2, err)
+								}
+								for _, key := range []advisory.Key{k, k2} {
+									if held := otherTriesXact(ctx, t, other, key); held {
+										t.Errorf("%v: another session took it during WithXactLock(%v)", key, k)
+									}
+								}
+								return nil
+							}, opts...)
 							if err != nil {
-								return err
+								t.Errorf("%v: WithXactLock: %v", k, err)
 							}
-							defer otx.Rollback()
-							if ok, err := advisory.TryXactLock(ctx, otx, k); err != nil || ok {
-								t.Errorf("%v: another session's TryXactLock during WithXactLock = %v, %v; want false", k, ok, err)
-							}
-							return nil
-						}, advisory.Try())
+						}
+						l, err := advisory.Acquire(ctx, db, k, advisory.Heartbeat(time.Hour))
 						if err != nil {
-							t.Errorf("%v: WithXactLock: %v", k, err)
+							t.Fatalf("%v: Acquire: %v", k, err)
+						}
+						if ok, err := advisory.TryLock(ctx, other, k); err != nil || ok {
+							t.Errorf("%v: another session's TryLock during a lease = %v, %v; want false", k, ok, err)
+						}
+						if err := l.Release(ctx); err != nil {
+							t.Errorf("%v: Release: %v", k, err)
 						}
 					}
 				})
 			}
 		})
+	}
+}
+
+// otherTriesXact reports whether other could take key as a transaction
+// lock; its transaction ends before it returns.
+func otherTriesXact(ctx context.Context, t *testing.T, other *sql.Conn, key advisory.Key) bool {
+	t.Helper()
+	otx, err := other.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer otx.Rollback()
+	ok, err := advisory.TryXactLock(ctx, otx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+// checkPgxShared takes k shared on conn, with TryLockShared and LockShared
+// stacked, checks that other can share it but not take it exclusively,
+// and releases them all.
+func checkPgxShared(ctx context.Context, t *testing.T, conn, other *sql.Conn, k advisory.Key) {
+	t.Helper()
+	if ok, err := advisory.TryLockShared(ctx, conn, k); err != nil || !ok {
+		t.Fatalf("%v: TryLockShared = %v, %v", k, ok, err)
+	}
+	if err := advisory.LockShared(ctx, conn, k); err != nil {
+		t.Fatalf("%v: LockShared: %v", k, err)
+	}
+	if ok, err := advisory.TryLock(ctx, other, k); err != nil || ok {
+		t.Errorf("%v: another session's TryLock on a shared lock = %v, %v; want false", k, ok, err)
+	}
+	if ok, err := advisory.TryLockShared(ctx, other, k); err != nil || !ok {
+		t.Errorf("%v: another session's TryLockShared = %v, %v; want true", k, ok, err)
+	} else if err := advisory.UnlockShared(ctx, other, k); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := advisory.UnlockShared(ctx, conn, k); err != nil {
+			t.Fatalf("%v: UnlockShared: %v", k, err)
+		}
 	}
 }
 

@@ -13,7 +13,10 @@ import (
 // nil. It rolls back if taking the lock fails, if fn returns an error, or if
 // fn panics, in which case the panic continues after the rollback. The lock
 // is released when the transaction ends, so it can never outlive the call,
-// and it works through any pool, PgBouncer's transaction mode included.
+// and it works through any pool, PgBouncer's transaction mode included (on
+// pgx, with the settings the application's own queries with arguments need
+// there: default_query_exec_mode=exec, or PgBouncer's
+// max_prepared_statements).
 //
 // fn must not commit tx itself: to commit before fn returns, for example to
 // answer a client only once its work is durable, fn calls [CommitEarly]
@@ -49,8 +52,7 @@ func WithXactLock(ctx context.Context, db *sql.DB, key Key, fn func(ctx context.
 	if err != nil {
 		return scope.Fail(ctx, "begin", "", err)
 	}
-	o.Form = scope.DBForm(db)
-	return scope.Xact(ctx, tx, key.sql(), fn, &o)
+	return scope.Xact(ctx, tx, key.sql(), fn, &o, scope.DBForm(db))
 }
 
 // WithXactLockTx is [WithXactLock] for a transaction the caller has
@@ -69,8 +71,7 @@ func WithXactLockTx(ctx context.Context, tx *sql.Tx, key Key, fn func(ctx contex
 	if err != nil {
 		return scope.Join(err, scope.Rollback(tx))
 	}
-	o.Form = scope.TxForm(ctx, tx)
-	return scope.Xact(ctx, tx, key.sql(), fn, &o)
+	return scope.Xact(ctx, tx, key.sql(), fn, &o, scope.TxForm(ctx, tx))
 }
 
 // NewTxContext returns a copy of ctx that carries tx, for [TxFromContext]

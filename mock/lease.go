@@ -118,7 +118,7 @@ func ExpectAcquire(m sqlmock.Sqlmock, key advisory.Key, outcome LeaseOutcome, op
 	}
 	o := parse(helper, opts, outcome == LeaseNotAcquired)
 	k := sqltext.KeyOf(key)
-	_, lock := o.LockStatement(false, k)
+	_, lock := o.LockStatement(sqltext.Inline, false, k)
 	s := &LeaseScope{
 		m:       m,
 		outcome: outcome,

@@ -232,7 +232,7 @@ func expectSession(helper string, m sqlmock.Sqlmock, key advisory.Key, outcome S
 		panic(fmt.Sprintf(helper+"%v is not an outcome: want Release, SessionNotAcquired, SessionFailed or SessionGranted", outcome))
 	}
 	o := parse(helper, opts, outcome == SessionNotAcquired)
-	_, lock := o.LockStatement(false, sqltext.KeyOf(key))
+	_, lock := o.LockStatement(sqltext.Inline, false, sqltext.KeyOf(key))
 	s := &SessionScope{m: m, end: o.EndStatement(sqltext.KeyOf(key), owned)}
 	s.Lock = expectLock(m, lock.Query, outcome == SessionNotAcquired, outcome == SessionFailed)
 	if o.Watched {
@@ -263,7 +263,7 @@ func expectLock(m sqlmock.Sqlmock, stmt string, refused, failed bool) *sqlmock.E
 // a transaction (xact) or a session; see [parse] for refused.
 func lockSQL(helper string, opts []advisory.Option, xact bool, key advisory.Key, refused bool) string {
 	o := parse(helper, opts, refused)
-	_, stmt := o.LockStatement(xact, sqltext.KeyOf(key))
+	_, stmt := o.LockStatement(sqltext.Inline, xact, sqltext.KeyOf(key))
 	return stmt.Query
 }
 

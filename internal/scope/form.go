@@ -3,7 +3,6 @@ package scope
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"reflect"
 
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
@@ -36,26 +35,17 @@ func formOf(v any) sqltext.Form {
 }
 
 // ConnForm returns the form of statement conn's driver runs fastest. It
-// asks the driver's connection through conn.Raw, which sends nothing.
+// asks the driver's connection through conn.Raw, which sends nothing; a
+// closed conn gets the Inline form, and fails the statement itself.
 func ConnForm(conn *sql.Conn) sqltext.Form {
-	if conn != nil && errors.Is(conn.Raw(paramsProbe), errParams) {
-		return sqltext.Params
+	form := sqltext.Inline
+	if conn != nil {
+		_ = conn.Raw(func(dc any) error {
+			form = formOf(dc)
+			return nil
+		})
 	}
-	return sqltext.Inline
-}
-
-// errParams is how paramsProbe answers through conn.Raw, which returns
-// only an error.
-var errParams = errors.New("the driver runs parameters fastest")
-
-// paramsProbe reports errParams when dc, a driver's connection, runs
-// statements with parameters fastest. A function rather than a closure, so
-// that asking costs no allocation.
-func paramsProbe(dc any) error {
-	if formOf(dc) == sqltext.Params {
-		return errParams
-	}
-	return nil
+	return form
 }
 
 // DBForm returns the form of statement db's driver runs fastest.

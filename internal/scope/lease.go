@@ -55,7 +55,7 @@ type Lease struct {
 // when o asks for one; then a goroutine starts the heartbeat. When owned,
 // the lease took conn for itself and closes it at the end. On error the
 // session has been discarded, and the lock with it.
-func StartLease(ctx context.Context, conn *sql.Conn, key sqltext.Key, o *Options, owned bool) (*Lease, error) {
+func StartLease(ctx context.Context, conn *sql.Conn, key sqltext.Key, o *Options, form sqltext.Form, owned bool) (*Lease, error) {
 	l := &Lease{conn: conn, key: key, o: *o, owned: owned, interval: o.HeartbeatInterval()}
 	var token sql.NullInt64
 	var standby, held bool
@@ -64,7 +64,7 @@ func StartLease(ctx context.Context, conn *sql.Conn, key sqltext.Key, o *Options
 	// backend, as behind a transaction pooler: the later one overwrites
 	// it, and the earlier one's next heartbeat finds the lease lost.
 	var mark int64
-	stmt := sqltext.LeaseStart(ConnForm(conn), o.Shared, key, o.Fencing)
+	stmt := sqltext.LeaseStart(form, o.Shared, key, o.Fencing)
 	start := func() error {
 		return conn.QueryRowContext(ctx, stmt.Query, stmt.Args...).Scan(&l.pid, &standby, &held, &token, &mark)
 	}

@@ -87,7 +87,7 @@ func (m *Mux) observed(o *Options) Hooks {
 // carrier can take it; if another session takes it first, the wait
 // starts again.
 func (m *Mux) Acquire(ctx context.Context, key sqltext.Key, o *Options) (*MuxLease, error) {
-	op, _ := o.LockStatement(false, key)
+	op := o.LockOp(false)
 	h := m.observed(o)
 	start := now(h)
 	l, err := m.acquire(ctx, key, o, op, h)

@@ -28,8 +28,6 @@ type Options struct {
 	MaxConnsSet bool // MaxConns was given
 
 	Hooks Hooks // observe this call with these rather than the default
-
-	Form sqltext.Form // how a lock statement carries its key; see FormOf
 }
 
 // HeartbeatInterval returns the lease's heartbeat interval.
@@ -85,19 +83,25 @@ func (o *Options) TimeoutMillis() int64 {
 	return int64((o.Timeout + time.Millisecond - 1) / time.Millisecond)
 }
 
+// LockOp names the operation that takes a lock as o says, in a
+// transaction (xact) or a session, for errors and observers.
+func (o *Options) LockOp(xact bool) string {
+	return lockOps[b2i(o.Try)][b2i(xact)][b2i(o.Shared)]
+}
+
 // LockStatement returns the statement that takes key as o says, in a
-// transaction (xact) or a session, and the operation's name for errors.
-// A try or a wait without a bound is sent in o.Form; a bounded wait
+// transaction (xact) or a session, and the operation's name. A try or a
+// wait without a bound is sent in form f (see [ConnForm]); a bounded wait
 // always carries its key in its text.
-func (o *Options) LockStatement(xact bool, key sqltext.Key) (op string, stmt sqltext.Stmt) {
-	op = lockOps[b2i(o.Try)][b2i(xact)][b2i(o.Shared)]
+func (o *Options) LockStatement(f sqltext.Form, xact bool, key sqltext.Key) (op string, stmt sqltext.Stmt) {
+	op = o.LockOp(xact)
 	switch {
 	case o.Try:
-		return op, sqltext.TryLockStmt(o.Form, xact, o.Shared, key)
+		return op, sqltext.TryLockStmt(f, xact, o.Shared, key)
 	case o.Bounded:
 		return op, sqltext.Plain(sqltext.LockTimeout(xact, o.Shared, key, o.TimeoutMillis()))
 	}
-	return op, sqltext.LockStmt(o.Form, xact, o.Shared, key)
+	return op, sqltext.LockStmt(f, xact, o.Shared, key)
 }
 
 // lockOps names the operations that take a lock, by whether they try,

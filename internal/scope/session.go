@@ -21,8 +21,8 @@ import (
 // panic in fn releases the lock before the panic goes on, whenever the
 // session still answers.
 func Session(ctx context.Context, conn *sql.Conn, key sqltext.Key, fn func(context.Context, *sql.Conn) error, o *Options, owned bool) error {
-	o.Form = ConnForm(conn)
-	op, stmt := o.LockStatement(false, key)
+	form := ConnForm(conn)
+	op, stmt := o.LockStatement(form, false, key)
 	acquired, err := AcquireWith(ctx, o.Observed(), conn, op, []sqltext.Key{key}, stmt)
 	if err == nil && o.Try && !acquired {
 		err = FailKind(op, key.String(), ErrNotAcquired, nil)
@@ -40,7 +40,7 @@ func Session(ctx context.Context, conn *sql.Conn, key sqltext.Key, fn func(conte
 	if o.Watched {
 		lo := *o
 		lo.Fencing = false // a scope has no use for a token
-		if lease, err = StartLease(ctx, conn, key, &lo, owned); err != nil {
+		if lease, err = StartLease(ctx, conn, key, &lo, form, owned); err != nil {
 			return err
 		}
 	}

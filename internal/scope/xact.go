@@ -11,11 +11,11 @@ import (
 )
 
 // Xact runs a transaction scope on tx, which it takes over: it takes key
-// as o says, runs fn with a context that carries the scope (for
+// as o says, in form (see [DBForm] and [TxForm]), runs fn with a context that carries the scope (for
 // [TxFromContext] and [CommitEarly]), and commits if fn returns nil, or
 // rolls back otherwise. Nothing is committed once ctx has ended. A panic
 // in fn rolls back before it goes on.
-func Xact(ctx context.Context, tx *sql.Tx, key sqltext.Key, fn func(context.Context, *sql.Tx) error, o *Options) error {
+func Xact(ctx context.Context, tx *sql.Tx, key sqltext.Key, fn func(context.Context, *sql.Tx) error, o *Options, form sqltext.Form) error {
 	finished := false
 	defer func() {
 		// fn panicked or called runtime.Goexit: the panic goes on, with
@@ -25,7 +25,7 @@ func Xact(ctx context.Context, tx *sql.Tx, key sqltext.Key, fn func(context.Cont
 		}
 	}()
 
-	op, stmt := o.LockStatement(true, key)
+	op, stmt := o.LockStatement(form, true, key)
 	acquired, err := XactAcquireWith(ctx, o.Observed(), tx, op, []sqltext.Key{key}, stmt)
 	if err == nil && o.Try && !acquired {
 		err = FailKind(op, key.String(), ErrNotAcquired, nil)
@@ -35,7 +35,7 @@ func Xact(ctx context.Context, tx *sql.Tx, key sqltext.Key, fn func(context.Cont
 		return Join(err, Rollback(tx))
 	}
 
-	s := &xactScope{tx: tx, owned: true, form: o.Form}
+	s := &xactScope{tx: tx, owned: true, form: form}
 	err = fn(context.WithValue(ctx, xactScopeKey{}, s), tx)
 	finished = true
 	err = end(ctx, tx, s, err)

@@ -4,9 +4,9 @@ package sqltext
 type Form uint8
 
 const (
-	// Inline renders the key into the text, as every statement in this
-	// package does: one round trip on every driver, through the simple
-	// query protocol, which parses and plans the statement on every call.
+	// Inline renders the key into the text, as most statements in this
+	// package do: one round trip on every driver, through the simple query
+	// protocol, which parses and plans the statement on every call.
 	Inline Form = iota
 	// Params sends the key as parameters, $1 (or $1 and $2 for a pair),
 	// so the text is the same for every key. pgx prepares it once per
@@ -15,62 +15,67 @@ const (
 	Params
 )
 
-// Stmt is a statement ready to send: its text and the arguments it takes.
+// Stmt is a statement ready to send.
 type Stmt struct {
-	Query string
-	Args  []any // nil when Query takes none
+	Query string // the statement's text
+	Args  []any  // the arguments of its parameters; nil when it has none
 }
 
 // Plain returns a statement without parameters.
 func Plain(query string) Stmt { return Stmt{Query: query} }
 
-// keyArgs returns key as the arguments of $1, or of $1 and $2 for a pair.
-func keyArgs(key Key) []any {
-	if key.Pair {
-		return []any{key.A, key.B}
-	}
-	return []any{key.Bigint}
-}
-
 // LockStmt is [Lock] for one key, in form f.
 func LockStmt(f Form, xact, shared bool, key Key) Stmt {
-	return single(f, "SELECT ", fn("pg_advisory", xact, shared), key)
+	if f == Params {
+		return params(lockParamTexts[0][b2i(xact)][b2i(shared)], key)
+	}
+	return Plain(Lock(xact, shared, key))
 }
 
-// TryLockStmt is [TryLock] in form f.
+// TryLockStmt is [TryLock], in form f.
 func TryLockStmt(f Form, xact, shared bool, key Key) Stmt {
-	return single(f, "SELECT 1 WHERE ", fn("pg_try_advisory", xact, shared), key)
+	if f == Params {
+		return params(lockParamTexts[1][b2i(xact)][b2i(shared)], key)
+	}
+	return Plain(TryLock(xact, shared, key))
 }
 
 // UnlockStmt is [Unlock] for one key, in form f.
 func UnlockStmt(f Form, shared bool, key Key) Stmt {
-	return single(f, "SELECT 1 WHERE ", unlockFn(shared), key)
-}
-
-// single returns prefix + "name(key)" in form f. The texts of the Params
-// form are made once, so that a call builds no string.
-func single(f Form, prefix, name string, key Key) Stmt {
 	if f == Params {
-		return Stmt{Query: paramTexts[name][b2i(key.Pair)], Args: keyArgs(key)}
+		return params(unlockParamTexts[b2i(shared)], key)
 	}
-	return Stmt{Query: statement(prefix, name, key)}
+	return Plain(Unlock(shared, key))
 }
 
-// paramTexts holds, for every function a single-key statement calls, its
-// statement in the Params form, for a bigint key and for a pair.
-var paramTexts = func() map[string][2]string {
-	m := make(map[string][2]string)
-	add := func(prefix, name string) {
-		m[name] = [2]string{prefix + name + "($1)", prefix + name + "($1,$2)"}
+// params returns the statement of texts, for a bigint key and for a pair,
+// that fits key, with key as its arguments.
+func params(texts [2]string, key Key) Stmt {
+	if key.Pair {
+		return Stmt{Query: texts[1], Args: []any{key.A, key.B}}
+	}
+	return Stmt{Query: texts[0], Args: []any{key.Bigint}}
+}
+
+// lockParamTexts and unlockParamTexts hold the single-key statements of
+// the Params form, indexed as lockFns is, then by whether the key is a
+// pair. They are made once, so that a call builds no string.
+var (
+	lockParamTexts   [2][2][2][2]string
+	unlockParamTexts [2][2]string
+)
+
+func init() {
+	texts := func(prefix, name string) [2]string {
+		return [2]string{prefix + name + "($1)", prefix + name + "($1,$2)"}
 	}
 	for xact := range 2 {
 		for shared := range 2 {
-			add("SELECT ", lockFns[0][xact][shared])
-			add("SELECT 1 WHERE ", lockFns[1][xact][shared])
+			lockParamTexts[0][xact][shared] = texts("SELECT ", lockFns[0][xact][shared])
+			lockParamTexts[1][xact][shared] = texts("SELECT 1 WHERE ", lockFns[1][xact][shared])
 		}
 	}
-	for _, shared := range []bool{false, true} {
-		add("SELECT 1 WHERE ", unlockFn(shared))
+	for shared := range 2 {
+		unlockParamTexts[shared] = texts("SELECT 1 WHERE ", unlockFn(shared == 1))
 	}
-	return m
-}()
+}
