@@ -60,7 +60,7 @@ func (c *LockerConn) ExpectAcquire(key advisory.Key, outcome LeaseOutcome, opts 
 	o := parse(helper, opts, outcome == LeaseNotAcquired)
 	k := sqltext.KeyOf(key)
 	if o.Fencing {
-		q := c.m.ExpectQuery(pattern(c.m, sqltext.CarrierTryFenced(LeasePID, LeaseMark, o.Shared, k))).WithoutArgs()
+		q := c.m.ExpectQuery(pattern(c.m, sqltext.CarrierTryFenced(sqltext.Inline, LeasePID, LeaseMark, o.Shared, k).Query)).WithoutArgs()
 		var token any // NULL: another session
 		switch outcome {
 		case LeaseGranted:

@@ -171,7 +171,7 @@ func TestMuxServerErrorKeepsTheConnection(t *testing.T) {
 		if i > 0 {
 			start()
 		}
-		m.ExpectQuery(sqltext.CarrierTryFenced(7, 9, false, k2)).WillReturnError(&pgErr{"42501"})
+		m.ExpectQuery(sqltext.CarrierTryFenced(sqltext.Inline, 7, 9, false, k2).Query).WillReturnError(&pgErr{"42501"})
 	}
 	h := &countLost{}
 	mx := NewMux(db, 1, 10*time.Second, h)

@@ -100,8 +100,9 @@ func (c *carrier) tryOnce(key sqltext.Key, o *Options) (taken bool, token int64,
 	var ours bool
 	err = c.run(func(ctx context.Context) error {
 		if o.Fencing {
+			fenced := sqltext.CarrierTryFenced(c.form, c.pid, c.mark, o.Shared, key)
 			var t sql.NullInt64
-			if err := c.conn.QueryRowContext(ctx, sqltext.CarrierTryFenced(c.pid, c.mark, o.Shared, key)).Scan(&t); err != nil {
+			if err := c.conn.QueryRowContext(ctx, fenced.Query, fenced.Args...).Scan(&t); err != nil {
 				return err
 			}
 			ours, taken, token = t.Valid, t.Int64 > 0, t.Int64

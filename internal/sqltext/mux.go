@@ -54,10 +54,17 @@ func CarrierTry(pid, mark int64, shared bool, key Key) string {
 // The token is drawn first, in a subquery that OFFSET 0 keeps apart, so
 // that a failure to draw it (the sequence does not exist yet) takes no
 // lock. A busy key spends a token; tokens only need to increase.
-func CarrierTryFenced(pid, mark int64, shared bool, key Key) string {
-	return "SELECT CASE WHEN " + ours(pid, mark) + " THEN CASE WHEN " +
-		call(fn("pg_try_advisory", false, shared), key) + " THEN t.t ELSE 0 END END FROM (SELECT nextval('" +
-		LeaseFencingSequence + "') AS t OFFSET 0) AS t"
+//
+// The statement returns rows, which pgx prepares whatever the form, so in
+// the Params form the key is $1 (or $1,$2): the text is then the same for
+// every key on the carrier, and pgx prepares it once.
+func CarrierTryFenced(f Form, pid, mark int64, shared bool, key Key) Stmt {
+	try, args := callIn(f, fn("pg_try_advisory", false, shared), key)
+	return Stmt{
+		Query: "SELECT CASE WHEN " + ours(pid, mark) + " THEN CASE WHEN " + try +
+			" THEN t.t ELSE 0 END END FROM (SELECT nextval('" + LeaseFencingSequence + "') AS t OFFSET 0) AS t",
+		Args: args,
+	}
 }
 
 // CarrierUnlock returns the statement that releases one hold of key on

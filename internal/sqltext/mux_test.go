@@ -16,7 +16,7 @@ func TestCarrierStatements(t *testing.T) {
 	}{
 		{"CarrierTry", sqltext.CarrierTry(7, 9, false, k),
 			"SELECT 1 FROM generate_series(1, CASE WHEN " + ours + " THEN CASE WHEN pg_try_advisory_lock(42) THEN 2 ELSE 1 END ELSE 0 END)"},
-		{"CarrierTryFenced", sqltext.CarrierTryFenced(7, 9, true, k),
+		{"CarrierTryFenced", sqltext.CarrierTryFenced(sqltext.Inline, 7, 9, true, k).Query,
 			"SELECT CASE WHEN " + ours + " THEN CASE WHEN pg_try_advisory_lock_shared(42) THEN t.t ELSE 0 END END " +
 				"FROM (SELECT nextval('pgadvisory_fencing_token') AS t OFFSET 0) AS t"},
 		{"CarrierUnlock", sqltext.CarrierUnlock(7, 9, false, k),
@@ -57,4 +57,17 @@ func pgTag(k sqltext.Key) (classid, objid int64, objsubid int) {
 		return int64(uint32(k.A)), int64(uint32(k.B)), 2
 	}
 	return int64(uint64(k.Bigint) >> 32), int64(uint32(k.Bigint)), 1
+}
+
+func TestCarrierTryFencedParams(t *testing.T) {
+	t.Parallel()
+	s := sqltext.CarrierTryFenced(sqltext.Params, 7, 9, false, sqltext.Key{Pair: true, A: -1, B: 2})
+	want := "SELECT CASE WHEN pg_backend_pid() = 7 AND current_setting('pgadvisory.lease', true) = '9' THEN CASE WHEN " +
+		"pg_try_advisory_lock($1,$2) THEN t.t ELSE 0 END END FROM (SELECT nextval('pgadvisory_fencing_token') AS t OFFSET 0) AS t"
+	if s.Query != want {
+		t.Errorf("\n got %s\nwant %s", s.Query, want)
+	}
+	if len(s.Args) != 2 || s.Args[0] != int32(-1) || s.Args[1] != int32(2) {
+		t.Errorf("args %#v; want int32 -1, 2", s.Args)
+	}
 }

@@ -48,6 +48,15 @@ func UnlockStmt(f Form, shared bool, key Key) Stmt {
 	return Plain(Unlock(shared, key))
 }
 
+// callIn renders "name(key)" in form f, and the arguments it then takes.
+func callIn(f Form, name string, key Key) (string, []any) {
+	if f != Params {
+		return call(name, key), nil
+	}
+	s := params([2]string{name + "($1)", name + "($1,$2)"}, key)
+	return s.Query, s.Args
+}
+
 // params returns the statement of texts, for a bigint key and for a pair,
 // that fits key, with key as its arguments.
 func params(texts [2]string, key Key) Stmt {
