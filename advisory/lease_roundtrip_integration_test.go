@@ -54,7 +54,6 @@ func TestLeaseRoundTripsIntegration(t *testing.T) {
 			}
 		}
 
-
 		t.Run("Acquire", func(t *testing.T) {
 			// Warm: the pool's connection exists and has carried a
 			// lease.
