@@ -39,7 +39,10 @@ func Run(ctx context.Context, e Execer, query string, args ...any) (int64, error
 // open on conn to end; see [CloseDriverConn] for a session whose
 // transaction may never end.
 func Discard(conn *sql.Conn) {
-	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	_ = conn.Raw(func(dc any) error {
+		unpool(dc)
+		return driver.ErrBadConn
+	})
 }
 
 // CloseDriverConn closes the driver's connection under conn at once, so
@@ -61,6 +64,7 @@ func CloseDriverConn(conn *sql.Conn) {
 // when closed (lib/pq) learns it from a ping that cannot be sent, so that
 // database/sql drops the connection instead of pooling it.
 func closeDriverConn(dc any) {
+	unpool(dc)
 	if c, ok := dc.(driver.Conn); ok {
 		_ = c.Close()
 	}
@@ -71,6 +75,28 @@ func closeDriverConn(dc any) {
 		_ = p.Ping(context.Background())
 	}
 }
+
+// unpool makes sure that closing dc, a driver's connection, ends its
+// session. pgx's connection on a *sql.DB from stdlib.OpenDBFromPool does
+// not close when database/sql closes it: it goes back to pgxpool, locks
+// and all, unless it is closed, busy or in a transaction. So on pgx,
+// unpool opens a transaction on it (BEGIN, one round trip, bounded by
+// unpoolTimeout), and pgxpool then destroys it. On a connection of pgx's
+// own, the close that follows ends the session all the same; a session
+// that cannot take the BEGIN is closed or busy already.
+func unpool(dc any) {
+	if formOf(dc) != sqltext.Params {
+		return
+	}
+	if b, ok := dc.(driver.ConnBeginTx); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), unpoolTimeout)
+		defer cancel()
+		_, _ = b.BeginTx(ctx, driver.TxOptions{})
+	}
+}
+
+// unpoolTimeout bounds the BEGIN of unpool.
+const unpoolTimeout = time.Second
 
 // ReleaseTimeout bounds a release that runs after the caller's context
 // was cancelled.

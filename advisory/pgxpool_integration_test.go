@@ -1,0 +1,85 @@
+package advisory_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+)
+
+// TestPgxPoolDiscardIntegration proves that a session the library
+// discards ends on a *sql.DB from stdlib.OpenDBFromPool, whose connections
+// pgxpool lends: closing one there hands the session back to pgxpool,
+// locks and all, unless the session is in a transaction, busy or closed.
+func TestPgxPoolDiscardIntegration(t *testing.T) {
+	for _, s := range pgtest.Servers(t) {
+		t.Run(s.Name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			pool, err := pgxpool.New(ctx, s.DSN)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(pool.Close)
+			db := stdlib.OpenDBFromPool(pool)
+			t.Cleanup(func() { db.Close() })
+			other := pgtest.Conn(t, s.Open(t, pgtest.DriverPQ))
+			keys := newPGKeys()
+
+			for _, tt := range []struct {
+				name    string
+				discard func(t *testing.T, k advisory.Key)
+			}{
+				{"UnlockNotHeld", func(t *testing.T, k advisory.Key) {
+					conn := pgtest.Conn(t, db)
+					if err := advisory.Lock(ctx, conn, k); err != nil {
+						t.Fatal(err)
+					}
+					// A key not held puts the session in doubt: Unlock
+					// discards it, and k with it.
+					if err := advisory.Unlock(ctx, conn, keys.next()); !errors.Is(err, advisory.ErrNotHeld) {
+						t.Fatalf("Unlock of a key not held: %v; want ErrNotHeld", err)
+					}
+					_ = conn.Close()
+				}},
+				{"ScopeCtxEnded", func(t *testing.T, k advisory.Key) {
+					// A context that ends while fn runs leaves the
+					// session in doubt: the scope on a caller's conn
+					// releases its key and discards the session, with
+					// the lock fn took on it, k.
+					conn := pgtest.Conn(t, db)
+					sctx, cancel := context.WithCancel(ctx)
+					defer cancel()
+					_ = advisory.WithSessionLockConn(sctx, conn, keys.next(), func(ctx context.Context, conn *sql.Conn) error {
+						err := advisory.Lock(ctx, conn, k)
+						cancel()
+						return err
+					})
+					_ = conn.Close()
+				}},
+			} {
+				t.Run(tt.name, func(t *testing.T) {
+					k := keys.next()
+					tt.discard(t, k)
+					err := pgtest.Poll(20*time.Millisecond, func() (bool, error) {
+						ok, err := advisory.TryLock(ctx, other, k)
+						if ok {
+							err = errors.Join(err, advisory.Unlock(ctx, other, k))
+						}
+						return ok, err
+					})
+					if err != nil {
+						t.Fatalf("%v, held by a discarded session, stays held: %v", k, err)
+					}
+				})
+			}
+		})
+	}
+}
