@@ -34,8 +34,9 @@ func Run(ctx context.Context, e Execer, query string, args ...any) (int64, error
 // Discard closes the session behind conn instead of returning it to the
 // pool, so that any lock it may hold ends with it. Closing a *sql.Conn
 // would return the session, locks and all; only a Raw callback that reports
-// driver.ErrBadConn makes database/sql close the driver connection. After
-// Discard, conn reports sql.ErrConnDone. Discard waits for a transaction
+// driver.ErrBadConn makes database/sql close the driver connection, and
+// [unpool] makes sure that the close ends the session. After Discard, conn
+// reports sql.ErrConnDone. Discard waits for a transaction
 // open on conn to end; see [CloseDriverConn] for a session whose
 // transaction may never end.
 func Discard(conn *sql.Conn) {
