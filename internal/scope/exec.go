@@ -65,7 +65,6 @@ func CloseDriverConn(conn *sql.Conn) {
 // when closed (lib/pq) learns it from a ping that cannot be sent, so that
 // database/sql drops the connection instead of pooling it.
 func closeDriverConn(dc any) {
-	unpool(dc)
 	if c, ok := dc.(driver.Conn); ok {
 		_ = c.Close()
 	}
@@ -77,16 +76,23 @@ func closeDriverConn(dc any) {
 	}
 }
 
-// unpool makes sure that closing dc, a driver's connection, ends its
-// session. pgx's connection on a *sql.DB from stdlib.OpenDBFromPool does
-// not close when database/sql closes it: it goes back to pgxpool, locks
-// and all, unless it is closed, busy or in a transaction. So on pgx,
-// unpool opens a transaction on it (BEGIN, one round trip, bounded by
-// unpoolTimeout), and pgxpool then destroys it. On a connection of pgx's
-// own, the close that follows ends the session all the same; a session
-// that cannot take the BEGIN is closed or busy already.
+// unpool makes sure, as far as it can, that closing dc, a driver's
+// connection, ends its session. pgx's connection on a *sql.DB from
+// stdlib.OpenDBFromPool does not close when database/sql closes it: it
+// goes back to pgxpool, locks and all, unless it is closed, busy or in a
+// transaction. So on pgx, unpool opens a transaction on it (BEGIN, one
+// round trip, bounded by unpoolTimeout), and pgxpool then destroys it. On
+// a connection of pgx's own, the close that follows ends the session all
+// the same.
+//
+// Two cases stay open. A transaction the caller began on the *sql.Conn
+// makes database/sql close the connection only once that transaction has
+// ended, and pgxpool then takes it back. And under pgx's cancel-request
+// handler, a BEGIN that the server does not answer within unpoolTimeout is
+// cancelled, leaving the session as it was. (closeDriverConn needs no
+// unpool: its session is in a transaction already.)
 func unpool(dc any) {
-	if formOf(dc) != sqltext.Params {
+	if !isPgx(dc) {
 		return
 	}
 	if b, ok := dc.(driver.ConnBeginTx); ok {

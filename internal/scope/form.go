@@ -24,14 +24,20 @@ const paramsDriver = "github.com/jackc/pgx/v5/stdlib"
 // formOf returns the form of statement that v, a driver's connection or
 // the driver itself, runs fastest.
 func formOf(v any) sqltext.Form {
+	if isPgx(v) {
+		return sqltext.Params
+	}
+	return sqltext.Inline
+}
+
+// isPgx reports whether v, a driver's connection or the driver itself, is
+// pgx's. A driver that wraps pgx's, as tracing wrappers do, is not.
+func isPgx(v any) bool {
 	t := reflect.TypeOf(v)
 	if t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t != nil && t.PkgPath() == paramsDriver {
-		return sqltext.Params
-	}
-	return sqltext.Inline
+	return t != nil && t.PkgPath() == paramsDriver
 }
 
 // ConnForm returns the form of statement conn's driver runs fastest. It
