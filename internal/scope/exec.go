@@ -17,10 +17,9 @@ type Execer interface {
 
 // Run sends one statement, with args, and returns how many rows it
 // affected, which is how every boolean answer comes back (see
-// internal/sqltext). A nil error
-// while ctx is done is not trusted: a driver can report success for a wait
-// whose context expired as it ended, after it dropped the session, so Run
-// reports ctx's error instead.
+// internal/sqltext). A nil error while ctx is done is not trusted: a
+// driver can report success for a wait whose context expired as it ended,
+// after it dropped the session, so Run reports ctx's error instead.
 func Run(ctx context.Context, e Execer, query string, args ...any) (int64, error) {
 	res, err := e.ExecContext(ctx, query, args...)
 	if err == nil {

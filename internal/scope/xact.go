@@ -11,9 +11,9 @@ import (
 )
 
 // Xact runs a transaction scope on tx, which it takes over: it takes key
-// as o says, in form (see [DBForm] and [TxForm]), runs fn with a context that carries the scope (for
-// [TxFromContext] and [CommitEarly]), and commits if fn returns nil, or
-// rolls back otherwise. Nothing is committed once ctx has ended. A panic
+// as o says, in form (see [DBForm] and [TxForm]), runs fn with a context
+// that carries the scope (for [TxFromContext] and [CommitEarly]), and
+// commits if fn returns nil, or rolls back otherwise. Nothing is committed once ctx has ended. A panic
 // in fn rolls back before it goes on.
 func Xact(ctx context.Context, tx *sql.Tx, key sqltext.Key, fn func(context.Context, *sql.Tx) error, o *Options, form sqltext.Form) error {
 	finished := false

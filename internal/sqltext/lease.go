@@ -91,12 +91,14 @@ func LeaseStart(f Form, shared bool, key Key, fencing bool) Stmt {
 	if fencing {
 		token = "CASE WHEN pg_is_in_recovery() THEN NULL ELSE nextval('" + LeaseFencingSequence + "') END"
 	}
-	held := heldBy("pg_backend_pid()", shared, key)
+	var held string
 	var args []any
 	if f == Params {
 		c, o, _ := key.tag()
 		held = heldAs("pg_backend_pid()", shared, key, "$1", "$2")
 		args = []any{int64(c), int64(o)}
+	} else {
+		held = heldBy("pg_backend_pid()", shared, key)
 	}
 	return Stmt{
 		Query: "SELECT pg_backend_pid(), pg_is_in_recovery(), EXISTS (SELECT 1 FROM pg_locks WHERE " + held + "), " + token +

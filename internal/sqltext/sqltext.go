@@ -5,11 +5,12 @@
 // integers, so nothing can be injected, and a statement without parameters
 // costs one round trip on every driver: lib/pq and pgx both send it through
 // the simple query protocol, and pgx prepares nothing. The statements about
-// one key that every lock call sends, and the one that confirms a lease,
-// also come in a second form (see [Form]), with the key as parameters, for
-// the driver that runs that faster. Statements whose answer is a
-// boolean are written so that the answer is the number of rows: "SELECT 1
-// WHERE pg_try_advisory_lock(42)" reports one row when the lock was taken.
+// one key that every lock call sends, the one that confirms a lease and a
+// Locker's fenced try also come in a second form (see [Form]), with the
+// key as parameters, for the driver that runs that faster. Statements
+// whose answer is a boolean are written so that the answer is the number
+// of rows: "SELECT 1 WHERE pg_try_advisory_lock(42)" reports one row when
+// the lock was taken.
 // That lets the caller use ExecContext and read RowsAffected, which keeps
 // every driver on its no-parameter, single round-trip path.
 package sqltext
