@@ -104,9 +104,9 @@
 // into the statement, which keeps the driver on its simple, unprepared
 // path. On pgx a single key goes as a parameter: pgx prepares each kind of
 // statement once per connection (one round trip more, once) and then runs
-// it without the server parsing it again. A caller's *sql.Tx, whose driver
-// database/sql does not tell, gets the key in the text. No string ever
-// goes into SQL text. See docs/benchmarks.md.
+// it without the server parsing it again. A *sql.Tx gets the form of the
+// *sql.DB it was begun on. No string ever goes into SQL text. See
+// docs/benchmarks.md.
 //
 // # Errors
 //

@@ -17,7 +17,8 @@ import (
 // ends of both key spaces, and checks through another session that the
 // lock taken is the key's own: a statement pgx prepares, describes, runs
 // unnamed or writes out on the client must all take the same lock. The
-// calls: TryLock, Lock and Unlock, their shared forms, WithXactLock with
+// calls: TryLock, Lock and Unlock, their shared forms, the four
+// transaction locks in a transaction the caller began, WithXactLock with
 // and without Try and TryXactLock and XactLock in its transaction, and a
 // lease's Acquire, whose confirmation reads pg_locks by the key.
 func TestPgxExecModesIntegration(t *testing.T) {
@@ -47,6 +48,7 @@ func TestPgxExecModesIntegration(t *testing.T) {
 					for i, k := range keys {
 						checkPgxSession(ctx, t, conn, other, k)
 						checkPgxShared(ctx, t, conn, other, k)
+						checkPgxCallerTx(ctx, t, conn, other, k)
 						// The scope's transaction also takes the next key,
 						// with the parameter form the scope passes on.
 						k2 := keys[(i+1)%len(keys)]
@@ -100,6 +102,39 @@ func otherTriesXact(ctx context.Context, t *testing.T, other *sql.Conn, key advi
 		t.Fatal(err)
 	}
 	return ok
+}
+
+// checkPgxCallerTx takes k four times in a transaction it begins on conn,
+// with TryXactLock, XactLock and their shared forms, checks that other
+// cannot take it, and commits.
+func checkPgxCallerTx(ctx context.Context, t *testing.T, conn, other *sql.Conn, k advisory.Key) {
+	t.Helper()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if ok, err := advisory.TryXactLock(ctx, tx, k); err != nil || !ok {
+		t.Fatalf("%v: TryXactLock in a caller's tx = %v, %v", k, ok, err)
+	}
+	if err := advisory.XactLock(ctx, tx, k); err != nil {
+		t.Fatalf("%v: XactLock in a caller's tx: %v", k, err)
+	}
+	if ok, err := advisory.TryXactLockShared(ctx, tx, k); err != nil || !ok {
+		t.Fatalf("%v: TryXactLockShared in a caller's tx = %v, %v", k, ok, err)
+	}
+	if err := advisory.XactLockShared(ctx, tx, k); err != nil {
+		t.Fatalf("%v: XactLockShared in a caller's tx: %v", k, err)
+	}
+	if otherTriesXact(ctx, t, other, k) {
+		t.Errorf("%v: another session took it during a caller's tx", k)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if !otherTriesXact(ctx, t, other, k) {
+		t.Errorf("%v: another session could not take it after the caller's tx", k)
+	}
 }
 
 // checkPgxShared takes k shared on conn, with TryLockShared and LockShared

@@ -13,7 +13,8 @@ import (
 
 // TestPreparedStatementsIntegration proves that a key never makes a
 // statement of its own: after 300 rounds of session and transaction locks
-// with fresh keys on one connection, pgx holds one prepared statement per
+// with fresh keys on one connection, in transactions the caller began and
+// in WithXactLock's, pgx holds one prepared statement per
 // kind of call, with the key as a parameter, and lib/pq none.
 func TestPreparedStatementsIntegration(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
@@ -30,9 +31,24 @@ func TestPreparedStatementsIntegration(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			// A transaction the caller began sends its key as a parameter
+			// on pgx: the library finds its driver through its *sql.DB.
+			tx, err := conn.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := advisory.TryXactLock(ctx, tx, keys.next()); err != nil || !ok {
+				t.Fatalf("TryXactLock = %v, %v", ok, err)
+			}
+			if err := advisory.XactLockShared(ctx, tx, keys.nextPair()); err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
 			// A transaction that WithXactLock began sends its key as a
 			// parameter too, and so does a lock taken in it.
-			err := advisory.WithXactLock(ctx, tg.DB, keys.next(), func(ctx context.Context, tx *sql.Tx) error {
+			err = advisory.WithXactLock(ctx, tg.DB, keys.next(), func(ctx context.Context, tx *sql.Tx) error {
 				return advisory.XactLock(ctx, tx, keys.next())
 			}, advisory.Try())
 			if err != nil {
@@ -48,6 +64,8 @@ func TestPreparedStatementsIntegration(t *testing.T) {
 				"SELECT 1 WHERE pg_advisory_unlock($1,$2)",
 				"SELECT 1 WHERE pg_try_advisory_lock($1)",
 				"SELECT 1 WHERE pg_try_advisory_lock($1,$2)",
+				"SELECT 1 WHERE pg_try_advisory_xact_lock($1)",
+				"SELECT pg_advisory_xact_lock_shared($1,$2)",
 			}
 		}
 		if !slices.Equal(got, want) {

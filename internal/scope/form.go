@@ -62,14 +62,42 @@ func DBForm(db *sql.DB) sqltext.Form {
 	return formOf(db.Driver())
 }
 
-// TxForm returns the form of statement tx's driver runs fastest, as far as
-// it can be known: database/sql does not tell which driver a transaction
-// runs on, so that is known only for the transaction of a scope in ctx
-// (one WithXactLock began), and a caller's transaction gets the Inline
-// form, one round trip on every driver.
+// TxForm returns the form of statement tx's driver runs fastest: the
+// form of the scope in ctx when tx is the transaction it began (the
+// helpers and the middleware), and otherwise the form of the *sql.DB tx
+// was begun on, found by [txDB]. A transaction whose *sql.DB cannot be
+// found gets the Inline form, one round trip on every driver.
 func TxForm(ctx context.Context, tx *sql.Tx) sqltext.Form {
 	if s, ok := ctx.Value(xactScopeKey{}).(*xactScope); ok && s.tx == tx && tx != nil {
 		return s.form
 	}
-	return sqltext.Inline
+	return DBForm(txDB(tx))
+}
+
+// txDBField is the index of the field of database/sql's Tx that holds the
+// *sql.DB the transaction was begun on, or -1 when this Go's Tx has none.
+//
+// database/sql gives no way to ask a *sql.Tx for its driver, and a caller's
+// transaction on pgx would otherwise pay for a parse and a plan on every
+// lock. The field has been Tx's first, named db and of type *DB, since
+// database/sql began; it is set when the transaction begins and never
+// written again, so reading it races with nothing. It is looked up once
+// by name and type, and if a Go release changes it, every transaction
+// falls back to the Inline form, correct on every driver.
+// TestTxDBField fails on such a release, so that the change is seen.
+var txDBField = func() int {
+	f, ok := reflect.TypeFor[sql.Tx]().FieldByName("db")
+	if !ok || len(f.Index) != 1 || f.Type != reflect.TypeFor[*sql.DB]() {
+		return -1
+	}
+	return f.Index[0]
+}()
+
+// txDB returns the *sql.DB tx was begun on, or nil when it cannot be
+// known. It sends nothing and costs a few nanoseconds.
+func txDB(tx *sql.Tx) *sql.DB {
+	if tx == nil || txDBField < 0 {
+		return nil
+	}
+	return (*sql.DB)(reflect.ValueOf(tx).Elem().Field(txDBField).UnsafePointer())
 }

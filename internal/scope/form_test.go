@@ -62,10 +62,14 @@ func TestFormWithoutADriverToAsk(t *testing.T) {
 	if got := ConnForm(nil); got != sqltext.Inline {
 		t.Errorf("ConnForm(nil) = %v; want Inline", got)
 	}
-	// A caller's transaction has no driver to ask; a scope's has.
+	// A caller's transaction is asked through its *sql.DB; a zero Tx has
+	// none, and a scope's transaction has the scope's form.
 	var tx sql.Tx
 	if got := TxForm(ctx, &tx); got != sqltext.Inline {
-		t.Errorf("TxForm(caller's) = %v; want Inline", got)
+		t.Errorf("TxForm(zero Tx) = %v; want Inline", got)
+	}
+	if got := TxForm(ctx, nil); got != sqltext.Inline {
+		t.Errorf("TxForm(nil) = %v; want Inline", got)
 	}
 	sctx := context.WithValue(ctx, xactScopeKey{}, &xactScope{tx: &tx, form: sqltext.Params})
 	if got := TxForm(sctx, &tx); got != sqltext.Params {
@@ -73,5 +77,68 @@ func TestFormWithoutADriverToAsk(t *testing.T) {
 	}
 	if got := TxForm(sctx, new(sql.Tx)); got != sqltext.Inline {
 		t.Errorf("TxForm(another tx in a scope's ctx) = %v; want Inline", got)
+	}
+}
+
+// TestTxDB fails when a Go release moves or retypes the field of sql.Tx
+// that txDB reads: transactions would still work, in the Inline form, but
+// a caller's transaction on pgx would lose its parameter form unseen.
+func TestTxDB(t *testing.T) {
+	t.Parallel()
+	if txDBField < 0 {
+		t.Fatal("sql.Tx has no field db of type *sql.DB: txDB cannot find a transaction's *sql.DB")
+	}
+	db, mock, err := sqlmock.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	mock.ExpectBegin()
+	mock.ExpectRollback()
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := txDB(tx); got != db {
+		t.Errorf("txDB(tx) = %p; want the *sql.DB it was begun on, %p", got, db)
+	}
+	if got := TxForm(ctx, tx); got != sqltext.Inline {
+		t.Errorf("TxForm(sqlmock's tx) = %v; want Inline", got)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	// A transaction that has ended keeps its *sql.DB.
+	if got := txDB(tx); got != db {
+		t.Errorf("txDB(ended tx) = %p; want %p", got, db)
+	}
+	if got := txDB(nil); got != nil {
+		t.Errorf("txDB(nil) = %p; want nil", got)
+	}
+	if err := mock.ExpectationsWereMet(); err != nil {
+		t.Error(err)
+	}
+}
+
+// BenchmarkTxForm measures what finding a caller's transaction's form
+// costs on each call: no allocation, a few nanoseconds.
+func BenchmarkTxForm(b *testing.B) {
+	db, mock, err := sqlmock.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	mock.ExpectBegin()
+	ctx := context.Background()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if TxForm(ctx, tx) != sqltext.Inline {
+			b.Fatal("not Inline")
+		}
 	}
 }
