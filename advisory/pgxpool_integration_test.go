@@ -17,7 +17,9 @@ import (
 // TestPgxPoolDiscardIntegration proves that a session the library
 // discards ends on a *sql.DB from stdlib.OpenDBFromPool, whose connections
 // pgxpool lends: closing one there hands the session back to pgxpool,
-// locks and all, unless the session is in a transaction, busy or closed.
+// locks and all, unless the session is in a transaction, busy or closed;
+// and database/sql closes a *sql.Conn only once a transaction open on it
+// has ended.
 func TestPgxPoolDiscardIntegration(t *testing.T) {
 	for _, s := range pgtest.Servers(t) {
 		t.Run(s.Name, func(t *testing.T) {
@@ -63,6 +65,29 @@ func TestPgxPoolDiscardIntegration(t *testing.T) {
 						return err
 					})
 					_ = conn.Close()
+				}},
+				{"CallerTxOpen", func(t *testing.T, k advisory.Key) {
+					// A transaction the caller began on conn is open when
+					// Unlock discards the session: database/sql closes
+					// conn only once that transaction ends, and Unlock
+					// waits for it, but the session, and k, must end now.
+					conn := pgtest.Conn(t, db)
+					if err := advisory.Lock(ctx, conn, k); err != nil {
+						t.Fatal(err)
+					}
+					tx, err := conn.BeginTx(ctx, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					unlocked := make(chan error, 1)
+					go func() { unlocked <- advisory.Unlock(ctx, conn, keys.next()) }()
+					t.Cleanup(func() {
+						_ = tx.Rollback()
+						if err := <-unlocked; !errors.Is(err, advisory.ErrNotHeld) {
+							t.Errorf("Unlock of a key not held: %v; want ErrNotHeld", err)
+						}
+						_ = conn.Close()
+					})
 				}},
 			} {
 				t.Run(tt.name, func(t *testing.T) {

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/internal/pgtest"
 )
@@ -37,11 +39,19 @@ SELECT pg_try_advisory_xact_lock(:k);
 COMMIT;
 `
 
-// A txVariant runs one transaction with a try of key k on db.
+// A txVariant runs one transaction with a try of key k on c.
 type txVariant struct {
 	name    string
 	pgxOnly bool // worth running on pgx alone
-	run     func(ctx context.Context, db *sql.DB, k int64) error
+	run     func(ctx context.Context, c txClient, k int64) error
+}
+
+// A txClient is what a variant runs on: a *sql.DB, and on pgx a pool of
+// pgx's own beside it, the same size, for the variant that leaves
+// database/sql out.
+type txClient struct {
+	db   *sql.DB
+	pool *pgxpool.Pool
 }
 
 // rawTx runs BEGIN, query with args, COMMIT.
@@ -58,16 +68,30 @@ func rawTx(ctx context.Context, db *sql.DB, query string, args ...any) error {
 }
 
 var txVariants = []txVariant{
-	{"raw", false, func(ctx context.Context, db *sql.DB, k int64) error {
-		return rawTx(ctx, db, "SELECT pg_try_advisory_xact_lock("+strconv.FormatInt(k, 10)+")")
+	{"raw", false, func(ctx context.Context, c txClient, k int64) error {
+		return rawTx(ctx, c.db, "SELECT pg_try_advisory_xact_lock("+strconv.FormatInt(k, 10)+")")
 	}},
 	// The $1 form, which pgx runs from a statement it prepared once per
 	// connection; on lib/pq it takes two round trips.
-	{"raw-param", true, func(ctx context.Context, db *sql.DB, k int64) error {
-		return rawTx(ctx, db, "SELECT pg_try_advisory_xact_lock($1)", k)
+	{"raw-param", true, func(ctx context.Context, c txClient, k int64) error {
+		return rawTx(ctx, c.db, "SELECT pg_try_advisory_xact_lock($1)", k)
 	}},
-	{"library", false, func(ctx context.Context, db *sql.DB, k int64) error {
-		return advisory.WithXactLock(ctx, db, advisory.Int64Key(k), func(context.Context, *sql.Tx) error { return nil }, advisory.Try())
+	{"library", false, func(ctx context.Context, c txClient, k int64) error {
+		return advisory.WithXactLock(ctx, c.db, advisory.Int64Key(k), func(context.Context, *sql.Tx) error { return nil }, advisory.Try())
+	}},
+	// The same transaction through pgx's own API, without database/sql:
+	// what a Go client can reach when it gives database/sql up, which
+	// this library's design does not.
+	{"pgx-native", true, func(ctx context.Context, c txClient, k int64) error {
+		tx, err := c.pool.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "SELECT pg_try_advisory_xact_lock($1)", k); err != nil {
+			_ = tx.Rollback(ctx)
+			return err
+		}
+		return tx.Commit(ctx)
 	}},
 }
 
@@ -87,33 +111,39 @@ func BenchmarkXactThroughput(b *testing.B) {
 	for _, s := range pgtest.Servers(b) {
 		for _, driver := range []string{pgtest.DriverPQ, pgtest.DriverPGX} {
 			b.Run(s.Name+"/"+driver, func(b *testing.B) {
-				db := s.Open(b, driver)
-				db.SetMaxOpenConns(clients)
-				db.SetMaxIdleConns(clients)
+				c := txClient{db: s.Open(b, driver)}
+				c.db.SetMaxOpenConns(clients)
+				c.db.SetMaxIdleConns(clients)
+				if driver == pgtest.DriverPGX {
+					c.pool = openPgxPool(b, s.DSN)
+				}
 				tps := map[string][]float64{}
 				for range b.N * throughputRepeats {
 					for _, v := range txVariants {
 						if v.pgxOnly && driver != pgtest.DriverPGX {
 							continue
 						}
-						tps[v.name] = append(tps[v.name], runClients(b, db, v))
+						tps[v.name] = append(tps[v.name], runClients(b, c, v))
 					}
 					tps["pgbench"] = append(tps["pgbench"], runPgbench(b, pgbench, script, s.DSN))
 				}
-				// "raw" is the best hand-written form of each repeat.
-				ratio := func(den string) spread {
-					r := make([]float64, len(tps["library"]))
+				// best is the best transaction through database/sql by hand
+				// in each repeat: raw, or raw-param where it ran.
+				for i, t := range tps["raw"] {
+					if len(tps["raw-param"]) > 0 {
+						t = max(t, tps["raw-param"][i])
+					}
+					tps["best"] = append(tps["best"], t)
+				}
+				ratio := func(num, den string) spread {
+					r := make([]float64, len(tps[num]))
 					for i := range r {
-						d := tps[den][i]
-						if den == "raw" && len(tps["raw-param"]) > 0 {
-							d = max(d, tps["raw-param"][i])
-						}
-						r[i] = tps["library"][i] / d
+						r[i] = tps[num][i] / tps[den][i]
 					}
 					return spreadOf(r)
 				}
 				var rows [][]string
-				for _, name := range []string{"raw", "raw-param", "library", "pgbench"} {
+				for _, name := range []string{"raw", "raw-param", "library", "pgx-native", "pgbench"} {
 					if len(tps[name]) == 0 {
 						continue
 					}
@@ -122,12 +152,18 @@ func BenchmarkXactThroughput(b *testing.B) {
 					rows = append(rows, []string{name, fmt.Sprintf("%.0f", med),
 						fmt.Sprintf("%.0f–%.0f", quantile(tps[name], 0), quantile(tps[name], 1))})
 				}
-				raw, bench := ratio("raw"), ratio("pgbench")
+				raw, bench, best := ratio("library", "best"), ratio("library", "pgbench"), ratio("best", "pgbench")
 				b.ReportMetric(raw.med, "library/raw")
 				b.ReportMetric(bench.med, "library/pgbench")
-				b.Logf("%s/%s, %d clients, %d repeats of %v each:\n%s\nlibrary ÷ best hand-written %v; library ÷ pgbench %v",
+				ceiling := ""
+				if len(tps["pgx-native"]) > 0 {
+					native := ratio("pgx-native", "pgbench")
+					b.ReportMetric(native.med, "pgx-native/pgbench")
+					ceiling = fmt.Sprintf("; pgx without database/sql ÷ pgbench %v", native)
+				}
+				b.Logf("%s/%s, %d clients, %d repeats of %v each:\n%s\nlibrary ÷ best hand-written %v; library ÷ pgbench %v; best hand-written ÷ pgbench %v%s",
 					s.Name, driver, clients, len(tps["raw"]), window,
-					table([]string{"variant", "tx/s (median)", "range"}, rows), raw, bench)
+					table([]string{"variant", "tx/s (median)", "range"}, rows), raw, bench, best, ceiling)
 			})
 		}
 	}
@@ -135,9 +171,9 @@ func BenchmarkXactThroughput(b *testing.B) {
 
 // runClients runs v on clients goroutines for window and returns the
 // transactions per second.
-func runClients(b *testing.B, db *sql.DB, v txVariant) float64 {
+func runClients(b *testing.B, c txClient, v txVariant) float64 {
 	n, took := onClients(b, window, func() error {
-		if err := v.run(context.Background(), db, rand.Int64N(1_000_000_000)+1); err != nil {
+		if err := v.run(context.Background(), c, rand.Int64N(1_000_000_000)+1); err != nil {
 			return fmt.Errorf("%s: %w", v.name, err)
 		}
 		return nil
@@ -203,4 +239,20 @@ func findPgbench(b *testing.B) string {
 	}
 	b.Fatal("bench: pgbench not found on PATH or in /usr/lib/postgresql/*/bin: install Debian's package postgresql, which holds it")
 	return ""
+}
+
+// openPgxPool opens a pool of pgx's own on dsn, clients connections, and
+// closes it when b ends.
+func openPgxPool(b *testing.B, dsn string) *pgxpool.Pool {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.MaxConns, cfg.MinConns = clients, clients
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(pool.Close)
+	return pool
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"reflect"
 	"slices"
 	"time"
 
@@ -35,9 +36,10 @@ func Run(ctx context.Context, e Execer, query string, args ...any) (int64, error
 // would return the session, locks and all; only a Raw callback that reports
 // driver.ErrBadConn makes database/sql close the driver connection, and
 // [unpool] makes sure that the close ends the session. After Discard, conn
-// reports sql.ErrConnDone. Discard waits for a transaction
-// open on conn to end; see [CloseDriverConn] for a session whose
-// transaction may never end.
+// reports sql.ErrConnDone. Discard waits for a transaction open on conn to
+// end, as database/sql's close does; on pgx the session has ended before
+// that, and on other drivers it ends then. See [CloseDriverConn] for a
+// session whose transaction may never end.
 func Discard(conn *sql.Conn) {
 	_ = conn.Raw(func(dc any) error {
 		unpool(dc)
@@ -59,11 +61,14 @@ func CloseDriverConn(conn *sql.Conn) {
 	})
 }
 
-// closeDriverConn closes a driver's connection. A driver whose connection
-// reports its own health (driver.Validator) but does not mark itself bad
-// when closed (lib/pq) learns it from a ping that cannot be sent, so that
-// database/sql drops the connection instead of pooling it.
+// closeDriverConn closes a driver's connection. On pgx, [unpool] closes
+// pgx's own connection first, so that pgxpool, which the close may hand it
+// to, gets it closed and has nothing left to do with it. A driver whose
+// connection reports its own health (driver.Validator) but does not mark
+// itself bad when closed (lib/pq) learns it from a ping that cannot be
+// sent, so that database/sql drops the connection instead of pooling it.
 func closeDriverConn(dc any) {
+	unpool(dc)
 	if c, ok := dc.(driver.Conn); ok {
 		_ = c.Close()
 	}
@@ -75,33 +80,40 @@ func closeDriverConn(dc any) {
 	}
 }
 
-// unpool makes sure, as far as it can, that closing dc, a driver's
-// connection, ends its session. pgx's connection on a *sql.DB from
-// stdlib.OpenDBFromPool does not close when database/sql closes it: it
-// goes back to pgxpool, locks and all, unless it is closed, busy or in a
-// transaction. So on pgx, unpool opens a transaction on it (BEGIN, one
-// round trip, bounded by unpoolTimeout), and pgxpool then destroys it. On
-// a connection of pgx's own, the close that follows ends the session all
-// the same.
+// unpool ends the session behind dc, a driver's connection, at once, when
+// closing dc might not: pgx's connection on a *sql.DB from
+// stdlib.OpenDBFromPool goes back to pgxpool when database/sql closes it,
+// locks and all, unless it is closed, busy or in a transaction. And
+// database/sql closes a *sql.Conn discarded while a transaction is open
+// on it only once that transaction ends. So on pgx, unpool closes pgx's
+// own connection under dc: the session ends then, whatever database/sql
+// does next, and pgxpool destroys the connection when it comes back.
 //
-// Two cases stay open. A transaction the caller began on the *sql.Conn
-// makes database/sql close the connection only once that transaction has
-// ended, and pgxpool then takes it back. And under pgx's cancel-request
-// handler, a BEGIN that the server does not answer within unpoolTimeout is
-// cancelled, leaving the session as it was. (closeDriverConn needs no
-// unpool: its session is in a transaction already.)
+// pgx's connection is reached through the Conn method of pgx's driver
+// connection, which returns it, by reflection, so that advisory imports no
+// driver; it is closed through its Close(context.Context) method, bounded
+// by unpoolTimeout, which sends Terminate and closes the socket. A driver
+// connection without that method is left alone.
 func unpool(dc any) {
 	if !isPgx(dc) {
 		return
 	}
-	if b, ok := dc.(driver.ConnBeginTx); ok {
-		ctx, cancel := context.WithTimeout(context.Background(), unpoolTimeout)
-		defer cancel()
-		_, _ = b.BeginTx(ctx, driver.TxOptions{})
+	conn := reflect.ValueOf(dc).MethodByName("Conn")
+	if !conn.IsValid() || conn.Type().NumIn() != 0 || conn.Type().NumOut() != 1 {
+		return
 	}
+	pc := conn.Call(nil)[0]
+	c, ok := pc.Interface().(interface{ Close(context.Context) error })
+	if !ok || pc.Kind() == reflect.Pointer && pc.IsNil() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), unpoolTimeout)
+	defer cancel()
+	_ = c.Close(ctx)
 }
 
-// unpoolTimeout bounds the BEGIN of unpool.
+// unpoolTimeout bounds the goodbye unpool sends the server; the socket
+// closes either way.
 const unpoolTimeout = time.Second
 
 // ReleaseTimeout bounds a release that runs after the caller's context

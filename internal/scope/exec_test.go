@@ -1,0 +1,19 @@
+package scope
+
+import (
+	"testing"
+
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/lib/pq"
+)
+
+// TestUnpoolWithoutAConnection shows that unpool leaves alone what it
+// cannot close: another driver's connection, and a connection of pgx's
+// driver with no pgx connection under it. The close itself is proven
+// against a server, by TestPgxPoolDiscardIntegration in advisory.
+func TestUnpoolWithoutAConnection(t *testing.T) {
+	t.Parallel()
+	for _, dc := range []any{nil, 42, &pq.Driver{}, &stdlib.Conn{}, stdlib.GetDefaultDriver()} {
+		unpool(dc) // must not panic
+	}
+}
