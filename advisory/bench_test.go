@@ -539,7 +539,9 @@ func benchInterleaved(b *testing.B, xact bool, variants []benchVariant) {
 
 // BenchmarkWithXactLock measures WithXactLock with Try end to end on a pool
 // of one connection: begin, try the lock, run an empty fn, commit. The
-// baseline does the same with "SELECT 1" in place of the lock.
+// baseline does the same with "SELECT 1" in place of the lock, and
+// exec-inline and exec-param with the library's statement by hand, the
+// key in the text and as $1.
 func BenchmarkWithXactLock(b *testing.B) {
 	noop := func(context.Context, *sql.Tx) error { return nil }
 	variants := []struct {
@@ -559,6 +561,12 @@ func BenchmarkWithXactLock(b *testing.B) {
 		}},
 		{"ours", func(ctx context.Context, db *sql.DB) error {
 			return advisory.WithXactLock(ctx, db, advisory.Int64Key(freshKeys.Add(1)), noop, advisory.Try())
+		}},
+		{"exec-inline", func(ctx context.Context, db *sql.DB) error {
+			return byHandTx(ctx, db, func(tx *sql.Tx) error { return tryInline(ctx, tx) })
+		}},
+		{"exec-param", func(ctx context.Context, db *sql.DB) error {
+			return byHandTx(ctx, db, func(tx *sql.Tx) error { return tryParam(ctx, tx) })
 		}},
 	}
 	for _, s := range pgtest.Servers(b) {
