@@ -33,7 +33,10 @@
 // which stops at the first slot it gets, so it takes exactly one lock or
 // none; the slot's lock then becomes a lease ([advisory.Watch], one more
 // round trip). Each try starts at another slot, round-robin, so that
-// holders spread over the slots.
+// holders spread over the slots. On pgx the slots go as one array
+// parameter, so that pgx prepares the statement once per connection, not
+// once per starting slot; on other drivers they are written into the
+// text.
 //
 // # Waiting, and its fairness
 //

@@ -8,13 +8,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/internal/scope"
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 )
 
 // An Option configures a [Semaphore].
@@ -149,7 +148,8 @@ func (s *Semaphore) tryOnce(ctx context.Context, order []advisory.Key) (*advisor
 		return nil, fmt.Errorf("semaphore: %w", scope.Fail(ctx, "connect", s.base.String(), err))
 	}
 	var o int
-	err = conn.QueryRowContext(ctx, tryQuery(order)).Scan(&o)
+	stmt := sqltext.SlotTry(scope.ConnForm(conn), sqlKeys(order))
+	err = conn.QueryRowContext(ctx, stmt.Query, stmt.Args...).Scan(&o)
 	if err == nil && ctx.Err() != nil {
 		// A driver can report success for a statement whose context
 		// expired as it ended, after it dropped the session.
@@ -206,33 +206,11 @@ func (s *Semaphore) Acquire(ctx context.Context) (*advisory.Lease, error) {
 // one it had died.
 const badConnTries = 5
 
-// tryQuery renders the statement that tries the slots in order and takes
-// the first it can: no ORDER BY, so that the filter runs row by row and
-// LIMIT stops it at the first lock taken. Keys are integers rendered with
-// strconv, which spares lib/pq a second round trip for parameters.
-func tryQuery(order []advisory.Key) string {
-	var b strings.Builder
-	b.WriteString("SELECT o FROM unnest(ARRAY[")
-	pair := order[0].IsPair()
-	var ns int32
-	for i, k := range order {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		if a, v, ok := k.Pair(); ok {
-			ns = a
-			b.WriteString(strconv.FormatInt(int64(v), 10))
-		} else {
-			v, _ := k.Int64()
-			b.WriteString(strconv.FormatInt(v, 10))
-		}
+// sqlKeys returns keys as statements need them.
+func sqlKeys(keys []advisory.Key) []sqltext.Key {
+	out := make([]sqltext.Key, len(keys))
+	for i, k := range keys {
+		out[i] = sqltext.KeyOf(k)
 	}
-	if pair {
-		b.WriteString("]::int4[]) WITH ORDINALITY AS s(k, o) WHERE pg_try_advisory_lock(")
-		b.WriteString(strconv.FormatInt(int64(ns), 10))
-		b.WriteString(", k) LIMIT 1")
-	} else {
-		b.WriteString("]::int8[]) WITH ORDINALITY AS s(k, o) WHERE pg_try_advisory_lock(k) LIMIT 1")
-	}
-	return b.String()
+	return out
 }

@@ -303,3 +303,48 @@ func pgSQLState(err error) string {
 	}
 	return ""
 }
+
+// TestTryStatementPerSemaphore checks that a try costs pgx one prepared
+// statement per connection, not one per order of the slots: on a pool of
+// one connection, semaphores of either key space go through every
+// rotation of their slots, each try taking one slot, and the session then
+// holds one statement that tries slots for each key space on pgx, and none
+// on lib/pq.
+func TestTryStatementPerSemaphore(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		tg.DB.SetMaxOpenConns(1)
+		// The lease holds the pool's one connection: look from another.
+		look := tg.Server.Open(t, pgtest.DriverPQ)
+		bigint := advisory.Int64Key(0x5e3a<<32 | int64(rand.Uint32()&^0xffff))
+		for _, base := range []advisory.Key{randomBase(), bigint} {
+			s := semaphore.New(tg.DB, base, 5)
+			for range 2 * s.N() {
+				l, err := s.TryAcquire(ctx)
+				if err != nil {
+					t.Fatalf("%v: TryAcquire: %v", base, err)
+				}
+				if held := heldSlots(t, look, s); len(held) != 1 {
+					t.Fatalf("%v: slots held by %v; want one backend", base, held)
+				}
+				if err := l.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		conn := pgtest.Conn(t, tg.DB)
+		var n int
+		err := conn.QueryRowContext(ctx, "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE '%unnest%' AND statement NOT LIKE '%pg_prepared_statements%'").Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 2
+		if tg.Driver == pgtest.DriverPQ {
+			want = 0
+		}
+		if n != want {
+			t.Errorf("%d statements that try slots are prepared on the session; want %d", n, want)
+		}
+	})
+}

@@ -21,18 +21,6 @@ func TestSlots(t *testing.T) {
 	}
 }
 
-func TestTryQuery(t *testing.T) {
-	got := tryQuery([]advisory.Key{advisory.PairKey(7, 2), advisory.PairKey(7, -3)})
-	want := "SELECT o FROM unnest(ARRAY[2,-3]::int4[]) WITH ORDINALITY AS s(k, o) WHERE pg_try_advisory_lock(7, k) LIMIT 1"
-	if got != want {
-		t.Errorf("got  %s\nwant %s", got, want)
-	}
-	got = tryQuery([]advisory.Key{advisory.Int64Key(5), advisory.Int64Key(6)})
-	if !strings.Contains(got, "ARRAY[5,6]::int8[]") || !strings.Contains(got, "pg_try_advisory_lock(k)") {
-		t.Errorf("bigint query: %s", got)
-	}
-}
-
 func TestBadInput(t *testing.T) {
 	tests := []struct {
 		name string
