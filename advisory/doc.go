@@ -54,6 +54,15 @@
 // connection; conn then reports [sql.ErrConnDone], and the server releases
 // everything the session held.
 //
+// database/sql closes a *sql.Conn with a transaction open on it only when
+// that transaction ends, and a call that closes the session waits until
+// then: do not mix a transaction begun on conn with session lock calls on
+// conn from the same goroutine. On pgx the library closes pgx's own
+// connection at once, so that pgxpool cannot lend the session again, and
+// a transaction open on conn ends with it: its statements and its Commit
+// fail. On other drivers that transaction goes on, and the session ends
+// when it does.
+//
 // # Leases
 //
 // A session lock is only as good as the session under it: a terminated

@@ -66,6 +66,27 @@ func TestPgxPoolDiscardIntegration(t *testing.T) {
 					})
 					_ = conn.Close()
 				}},
+				{"ScopeTxLeftOpen", func(t *testing.T, k advisory.Key) {
+					// fn leaves a transaction open on the caller's conn:
+					// the scope closes the session under it, and then
+					// database/sql rolls the transaction back, on a
+					// goroutine of its own, as fn's context ends. Under
+					// -race this also shows that pgxpool, destroying the
+					// connection on its own goroutine, does not race that
+					// rollback.
+					conn := pgtest.Conn(t, db)
+					err := advisory.WithSessionLockConn(ctx, conn, keys.next(), func(ctx context.Context, c *sql.Conn) error {
+						if err := advisory.Lock(ctx, c, k); err != nil {
+							return err
+						}
+						_, err := c.BeginTx(ctx, nil)
+						return err
+					})
+					if err == nil {
+						t.Error("WithSessionLockConn whose fn left a transaction open returned nil")
+					}
+					_ = conn.Close()
+				}},
 				{"CallerTxOpen", func(t *testing.T, k advisory.Key) {
 					// A transaction the caller began on conn is open when
 					// Unlock discards the session: database/sql closes

@@ -37,9 +37,10 @@ func Run(ctx context.Context, e Execer, query string, args ...any) (int64, error
 // driver.ErrBadConn makes database/sql close the driver connection, and
 // [unpool] makes sure that the close ends the session. After Discard, conn
 // reports sql.ErrConnDone. Discard waits for a transaction open on conn to
-// end, as database/sql's close does; on pgx the session has ended before
-// that, and on other drivers it ends then. See [CloseDriverConn] for a
-// session whose transaction may never end.
+// end, as database/sql's close does. On pgx, unpool has closed the
+// connection before that, and the transaction fails from then on; on other
+// drivers the connection closes when the transaction ends. See
+// [CloseDriverConn] for a session whose transaction may never end.
 func Discard(conn *sql.Conn) {
 	_ = conn.Raw(func(dc any) error {
 		unpool(dc)
@@ -63,7 +64,8 @@ func CloseDriverConn(conn *sql.Conn) {
 
 // closeDriverConn closes a driver's connection. On pgx, [unpool] closes
 // pgx's own connection first, so that pgxpool, which the close may hand it
-// to, gets it closed and has nothing left to do with it. A driver whose
+// to, gets it closed and only destroys it, with no statement of
+// database/sql's racing its own goroutine. A driver whose
 // connection reports its own health (driver.Validator) but does not mark
 // itself bad when closed (lib/pq) learns it from a ping that cannot be
 // sent, so that database/sql drops the connection instead of pooling it.
@@ -80,20 +82,22 @@ func closeDriverConn(dc any) {
 	}
 }
 
-// unpool ends the session behind dc, a driver's connection, at once, when
-// closing dc might not: pgx's connection on a *sql.DB from
+// unpool closes the connection behind dc, a driver's connection, at once,
+// when closing dc might not: pgx's connection on a *sql.DB from
 // stdlib.OpenDBFromPool goes back to pgxpool when database/sql closes it,
 // locks and all, unless it is closed, busy or in a transaction. And
 // database/sql closes a *sql.Conn discarded while a transaction is open
 // on it only once that transaction ends. So on pgx, unpool closes pgx's
-// own connection under dc: the session ends then, whatever database/sql
-// does next, and pgxpool destroys the connection when it comes back.
+// own connection under dc: the server ends the session, and its locks, as
+// soon as it reads the goodbye or sees the socket close, whatever
+// database/sql does next, and pgxpool destroys the connection when it
+// comes back. A transaction open on dc fails from then on.
 //
 // pgx's connection is reached through the Conn method of pgx's driver
 // connection, which returns it, by reflection, so that advisory imports no
-// driver; it is closed through its Close(context.Context) method, bounded
-// by unpoolTimeout, which sends Terminate and closes the socket. A driver
-// connection without that method is left alone.
+// driver; it is closed through its Close(context.Context) method, which
+// sends Terminate and closes the socket without waiting for an answer. A
+// driver connection without that method is left alone.
 func unpool(dc any) {
 	if !isPgx(dc) {
 		return
@@ -112,8 +116,8 @@ func unpool(dc any) {
 	_ = c.Close(ctx)
 }
 
-// unpoolTimeout bounds the goodbye unpool sends the server; the socket
-// closes either way.
+// unpoolTimeout is the context of the goodbye unpool sends the server,
+// which pgx watches while it writes it; the socket closes either way.
 const unpoolTimeout = time.Second
 
 // ReleaseTimeout bounds a release that runs after the caller's context

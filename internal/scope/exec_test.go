@@ -8,8 +8,9 @@ import (
 )
 
 // TestUnpoolWithoutAConnection shows that unpool leaves alone what it
-// cannot close: another driver's connection, and a connection of pgx's
-// driver with no pgx connection under it. The close itself is proven
+// cannot close, without a panic: nil, values of no driver, lib/pq's
+// driver, pgx's driver (a type of pgx's without a Conn method), and a
+// connection of pgx's driver with no pgx connection under it. The close itself is proven
 // against a server, by TestPgxPoolDiscardIntegration in advisory.
 func TestUnpoolWithoutAConnection(t *testing.T) {
 	t.Parallel()

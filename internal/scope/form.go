@@ -84,7 +84,7 @@ func TxForm(ctx context.Context, tx *sql.Tx) sqltext.Form {
 // written again, so reading it races with nothing. It is looked up once
 // by name and type, and if a Go release changes it, every transaction
 // falls back to the Inline form, correct on every driver.
-// TestTxDBField fails on such a release, so that the change is seen.
+// TestTxDB fails on such a release, so that the change is seen.
 var txDBField = func() int {
 	f, ok := reflect.TypeFor[sql.Tx]().FieldByName("db")
 	if !ok || len(f.Index) != 1 || f.Type != reflect.TypeFor[*sql.DB]() {
