@@ -116,8 +116,8 @@ func unpool(dc any) {
 	_ = c.Close(ctx)
 }
 
-// unpoolTimeout is the context of the goodbye unpool sends the server,
-// which pgx watches while it writes it; the socket closes either way.
+// unpoolTimeout bounds the context pgx watches while unpool's close writes
+// its goodbye to the server; the socket closes either way.
 const unpoolTimeout = time.Second
 
 // ReleaseTimeout bounds a release that runs after the caller's context
