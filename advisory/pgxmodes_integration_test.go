@@ -50,7 +50,7 @@ func TestPgxExecModesIntegration(t *testing.T) {
 						checkPgxShared(ctx, t, conn, other, k)
 						checkPgxCallerTx(ctx, t, conn, other, k)
 						// The scope's transaction also takes the next key,
-						// with the parameter form the scope passes on.
+						// in the parameter form, as every transaction on pgx does.
 						k2 := keys[(i+1)%len(keys)]
 						for _, opts := range [][]advisory.Option{{advisory.Try()}, nil} {
 							err := advisory.WithXactLock(ctx, db, k, func(ctx context.Context, tx *sql.Tx) error {

@@ -16,7 +16,7 @@ import (
 // any error from the transaction lock functions, roll tx back: the lock,
 // if it was granted as the error arose, ends with the transaction.
 func XactLock(ctx context.Context, tx *sql.Tx, key Key) error {
-	_, err := xactAcquire(ctx, tx, "xact lock", []sqltext.Key{key.sql()}, sqltext.LockStmt(scope.TxForm(ctx, tx), true, false, key.sql()))
+	_, err := xactAcquire(ctx, tx, "xact lock", []sqltext.Key{key.sql()}, sqltext.LockStmt(scope.TxForm(tx), true, false, key.sql()))
 	return err
 }
 
@@ -24,7 +24,7 @@ func XactLock(ctx context.Context, tx *sql.Tx, key Key) error {
 // Shared locks on a key coexist with each other and exclude exclusive ones.
 // The lock is released when tx commits or rolls back.
 func XactLockShared(ctx context.Context, tx *sql.Tx, key Key) error {
-	_, err := xactAcquire(ctx, tx, "xact lock shared", []sqltext.Key{key.sql()}, sqltext.LockStmt(scope.TxForm(ctx, tx), true, true, key.sql()))
+	_, err := xactAcquire(ctx, tx, "xact lock shared", []sqltext.Key{key.sql()}, sqltext.LockStmt(scope.TxForm(tx), true, true, key.sql()))
 	return err
 }
 
@@ -32,14 +32,14 @@ func XactLockShared(ctx context.Context, tx *sql.Tx, key Key) error {
 // without waiting, and reports whether it did. A lock taken is released
 // when tx commits or rolls back.
 func TryXactLock(ctx context.Context, tx *sql.Tx, key Key) (bool, error) {
-	return xactAcquire(ctx, tx, "try xact lock", []sqltext.Key{key.sql()}, sqltext.TryLockStmt(scope.TxForm(ctx, tx), true, false, key.sql()))
+	return xactAcquire(ctx, tx, "try xact lock", []sqltext.Key{key.sql()}, sqltext.TryLockStmt(scope.TxForm(tx), true, false, key.sql()))
 }
 
 // TryXactLockShared takes a shared transaction lock on key if no exclusive
 // lock holds it, without waiting, and reports whether it did. A lock taken
 // is released when tx commits or rolls back.
 func TryXactLockShared(ctx context.Context, tx *sql.Tx, key Key) (bool, error) {
-	return xactAcquire(ctx, tx, "try xact lock shared", []sqltext.Key{key.sql()}, sqltext.TryLockStmt(scope.TxForm(ctx, tx), true, true, key.sql()))
+	return xactAcquire(ctx, tx, "try xact lock shared", []sqltext.Key{key.sql()}, sqltext.TryLockStmt(scope.TxForm(tx), true, true, key.sql()))
 }
 
 // XactLockKeys waits until it holds an exclusive transaction lock on every

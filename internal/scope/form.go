@@ -1,7 +1,6 @@
 package scope
 
 import (
-	"context"
 	"database/sql"
 	"reflect"
 
@@ -62,15 +61,11 @@ func DBForm(db *sql.DB) sqltext.Form {
 	return formOf(db.Driver())
 }
 
-// TxForm returns the form of statement tx's driver runs fastest: the
-// form of the scope in ctx when tx is the transaction it began (the
-// helpers and the middleware), and otherwise the form of the *sql.DB tx
-// was begun on, found by [txDB]. A transaction whose *sql.DB cannot be
-// found gets the Inline form, one round trip on every driver.
-func TxForm(ctx context.Context, tx *sql.Tx) sqltext.Form {
-	if s, ok := ctx.Value(xactScopeKey{}).(*xactScope); ok && s.tx == tx && tx != nil {
-		return s.form
-	}
+// TxForm returns the form of statement tx's driver runs fastest: the form
+// of the *sql.DB tx was begun on, found by [txDB], whoever began it. A
+// transaction whose *sql.DB cannot be found gets the Inline form, one
+// round trip on every driver.
+func TxForm(tx *sql.Tx) sqltext.Form {
 	return DBForm(txDB(tx))
 }
 

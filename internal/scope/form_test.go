@@ -62,21 +62,13 @@ func TestFormWithoutADriverToAsk(t *testing.T) {
 	if got := ConnForm(nil); got != sqltext.Inline {
 		t.Errorf("ConnForm(nil) = %v; want Inline", got)
 	}
-	// A caller's transaction is asked through its *sql.DB; a zero Tx has
-	// none, and a scope's transaction has the scope's form.
+	// A transaction is asked through its *sql.DB; a zero Tx has none.
 	var tx sql.Tx
-	if got := TxForm(ctx, &tx); got != sqltext.Inline {
+	if got := TxForm(&tx); got != sqltext.Inline {
 		t.Errorf("TxForm(zero Tx) = %v; want Inline", got)
 	}
-	if got := TxForm(ctx, nil); got != sqltext.Inline {
+	if got := TxForm(nil); got != sqltext.Inline {
 		t.Errorf("TxForm(nil) = %v; want Inline", got)
-	}
-	sctx := context.WithValue(ctx, xactScopeKey{}, &xactScope{tx: &tx, form: sqltext.Params})
-	if got := TxForm(sctx, &tx); got != sqltext.Params {
-		t.Errorf("TxForm(scope's) = %v; want Params", got)
-	}
-	if got := TxForm(sctx, new(sql.Tx)); got != sqltext.Inline {
-		t.Errorf("TxForm(another tx in a scope's ctx) = %v; want Inline", got)
 	}
 }
 
@@ -103,7 +95,7 @@ func TestTxDB(t *testing.T) {
 	if got := txDB(tx); got != db {
 		t.Errorf("txDB(tx) = %p; want the *sql.DB it was begun on, %p", got, db)
 	}
-	if got := TxForm(ctx, tx); got != sqltext.Inline {
+	if got := TxForm(tx); got != sqltext.Inline {
 		t.Errorf("TxForm(sqlmock's tx) = %v; want Inline", got)
 	}
 	if err := tx.Rollback(); err != nil {
@@ -137,7 +129,7 @@ func BenchmarkTxForm(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if TxForm(ctx, tx) != sqltext.Inline {
+		if TxForm(tx) != sqltext.Inline {
 			b.Fatal("not Inline")
 		}
 	}

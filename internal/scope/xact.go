@@ -11,11 +11,12 @@ import (
 )
 
 // Xact runs a transaction scope on tx, which it takes over: it takes key
-// as o says, in form (see [DBForm] and [TxForm]), runs fn with a context
-// that carries the scope (for [TxFromContext] and [CommitEarly]), and
-// commits if fn returns nil, or rolls back otherwise. Nothing is committed once ctx has ended. A panic
-// in fn rolls back before it goes on.
-func Xact(ctx context.Context, tx *sql.Tx, key sqltext.Key, fn func(context.Context, *sql.Tx) error, o *Options, form sqltext.Form) error {
+// as o says, in the form tx's driver runs fastest ([TxForm]), runs fn with
+// a context that carries the scope (for [TxFromContext] and
+// [CommitEarly]), and commits if fn returns nil, or rolls back otherwise.
+// Nothing is committed once ctx has ended. A panic in fn rolls back before
+// it goes on.
+func Xact(ctx context.Context, tx *sql.Tx, key sqltext.Key, fn func(context.Context, *sql.Tx) error, o *Options) error {
 	finished := false
 	defer func() {
 		// fn panicked or called runtime.Goexit: the panic goes on, with
@@ -25,7 +26,7 @@ func Xact(ctx context.Context, tx *sql.Tx, key sqltext.Key, fn func(context.Cont
 		}
 	}()
 
-	op, stmt := o.LockStatement(form, true, key)
+	op, stmt := o.LockStatement(TxForm(tx), true, key)
 	acquired, err := XactAcquireWith(ctx, o.Observed(), tx, op, []sqltext.Key{key}, stmt)
 	if err == nil && o.Try && !acquired {
 		err = FailKind(op, key.String(), ErrNotAcquired, nil)
@@ -35,7 +36,7 @@ func Xact(ctx context.Context, tx *sql.Tx, key sqltext.Key, fn func(context.Cont
 		return Join(err, Rollback(tx))
 	}
 
-	s := &xactScope{tx: tx, owned: true, form: form}
+	s := &xactScope{tx: tx, owned: true}
 	err = fn(context.WithValue(ctx, xactScopeKey{}, s), tx)
 	finished = true
 	err = end(ctx, tx, s, err)
@@ -85,8 +86,7 @@ func Rollback(tx *sql.Tx) error {
 // transaction, and whether fn committed it early.
 type xactScope struct {
 	tx    *sql.Tx
-	owned bool         // made by a scope, which reads the outcome
-	form  sqltext.Form // how statements in tx carry their keys; see TxForm
+	owned bool // made by a scope, which reads the outcome
 
 	mu        sync.Mutex
 	committed bool  // CommitEarly ran
