@@ -145,12 +145,3 @@ func canonical(keys []Key) []Key {
 	slices.SortFunc(out, Key.Compare)
 	return slices.Compact(out)
 }
-
-// sqlKeys returns every key as a statement needs it.
-func sqlKeys(keys []Key) []sqltext.Key {
-	out := make([]sqltext.Key, len(keys))
-	for i, k := range keys {
-		out[i] = k.sql()
-	}
-	return out
-}

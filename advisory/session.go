@@ -56,7 +56,7 @@ func LockKeys(ctx context.Context, conn *sql.Conn, keys ...Key) error {
 	if len(keys) == 0 {
 		return errNoKeys
 	}
-	sk := sqlKeys(canonical(keys))
+	sk := sqltext.KeysOf(canonical(keys))
 	_, err := acquire(ctx, conn, "lock", sk, sqltext.Plain(sqltext.Lock(false, false, sk...)))
 	return err
 }
@@ -86,7 +86,7 @@ func UnlockKeys(ctx context.Context, conn *sql.Conn, keys ...Key) error {
 	if len(keys) == 0 {
 		return errNoKeys
 	}
-	sk := sqlKeys(canonical(keys))
+	sk := sqltext.KeysOf(canonical(keys))
 	return release(ctx, conn, "unlock", sk, sqltext.Plain(sqltext.Unlock(false, sk...)))
 }
 

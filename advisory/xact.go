@@ -51,7 +51,7 @@ func XactLockKeys(ctx context.Context, tx *sql.Tx, keys ...Key) error {
 	if len(keys) == 0 {
 		return errNoKeys
 	}
-	sk := sqlKeys(canonical(keys))
+	sk := sqltext.KeysOf(canonical(keys))
 	_, err := xactAcquire(ctx, tx, "xact lock", sk, sqltext.Plain(sqltext.Lock(true, false, sk...)))
 	return err
 }

@@ -148,7 +148,7 @@ func (s *Semaphore) tryOnce(ctx context.Context, order []advisory.Key) (*advisor
 		return nil, fmt.Errorf("semaphore: %w", scope.Fail(ctx, "connect", s.base.String(), err))
 	}
 	var o int
-	stmt := sqltext.SlotTry(scope.ConnForm(conn), sqlKeys(order))
+	stmt := sqltext.SlotTry(scope.ConnForm(conn), sqltext.KeysOf(order))
 	err = conn.QueryRowContext(ctx, stmt.Query, stmt.Args...).Scan(&o)
 	if err == nil && ctx.Err() != nil {
 		// A driver can report success for a statement whose context
@@ -205,12 +205,3 @@ func (s *Semaphore) Acquire(ctx context.Context) (*advisory.Lease, error) {
 // badConnTries bounds how often a try takes a fresh connection when the
 // one it had died.
 const badConnTries = 5
-
-// sqlKeys returns keys as statements need them.
-func sqlKeys(keys []advisory.Key) []sqltext.Key {
-	out := make([]sqltext.Key, len(keys))
-	for i, k := range keys {
-		out[i] = sqltext.KeyOf(k)
-	}
-	return out
-}

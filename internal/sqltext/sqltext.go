@@ -45,6 +45,15 @@ func KeyOf[K Keyer](k K) Key {
 	return Key{Bigint: v}
 }
 
+// KeysOf returns every key as a statement needs it.
+func KeysOf[K Keyer](keys []K) []Key {
+	out := make([]Key, len(keys))
+	for i, k := range keys {
+		out[i] = KeyOf(k)
+	}
+	return out
+}
+
 // String renders the key as advisory.Key.String does: "42" or "1:2".
 func (k Key) String() string {
 	if k.Pair {
