@@ -538,37 +538,12 @@ func benchInterleaved(b *testing.B, xact bool, variants []benchVariant) {
 }
 
 // BenchmarkWithXactLock measures WithXactLock with Try end to end on a pool
-// of one connection: begin, try the lock, run an empty fn, commit. The
-// baseline does the same with "SELECT 1" in place of the lock, and
-// exec-inline and exec-param with the library's statement by hand, the
-// key in the text and as $1.
+// of one connection, one variant at a time, with its round trips and
+// allocations: the one-try variants of scopedVariants (begin, try the
+// lock, run an empty fn, commit; the baseline with "SELECT 1" in place of
+// the lock; exec-inline and exec-param with the library's statement by
+// hand, the key in the text and as $1).
 func BenchmarkWithXactLock(b *testing.B) {
-	noop := func(context.Context, *sql.Tx) error { return nil }
-	variants := []struct {
-		name string
-		op   func(ctx context.Context, db *sql.DB) error
-	}{
-		{"baseline", func(ctx context.Context, db *sql.DB) error {
-			tx, err := db.BeginTx(ctx, nil)
-			if err != nil {
-				return err
-			}
-			if err := execSelect1(ctx, tx); err != nil {
-				_ = tx.Rollback()
-				return err
-			}
-			return tx.Commit()
-		}},
-		{"ours", func(ctx context.Context, db *sql.DB) error {
-			return advisory.WithXactLock(ctx, db, advisory.Int64Key(freshKeys.Add(1)), noop, advisory.Try())
-		}},
-		{"exec-inline", func(ctx context.Context, db *sql.DB) error {
-			return byHandTx(ctx, db, func(tx *sql.Tx) error { return tryInline(ctx, tx) })
-		}},
-		{"exec-param", func(ctx context.Context, db *sql.DB) error {
-			return byHandTx(ctx, db, func(tx *sql.Tx) error { return tryParam(ctx, tx) })
-		}},
-	}
 	for _, s := range pgtest.Servers(b) {
 		b.Run(s.Name, func(b *testing.B) {
 			proxy := s.Proxy(b)
@@ -577,7 +552,10 @@ func BenchmarkWithXactLock(b *testing.B) {
 					continue
 				}
 				b.Run(d.name, func(b *testing.B) {
-					for _, v := range variants {
+					for _, v := range scopedVariants {
+						if strings.HasSuffix(v.name, "-two") {
+							continue
+						}
 						b.Run(v.name, func(b *testing.B) {
 							ctx := context.Background()
 							rt, ok := roundTripCache.Load(b.Name())
