@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -32,7 +31,7 @@ func TestPgxPoolDiscardIntegration(t *testing.T) {
 			t.Cleanup(pool.Close)
 			db := stdlib.OpenDBFromPool(pool)
 			t.Cleanup(func() { db.Close() })
-			other := pgtest.Conn(t, s.Open(t, pgtest.DriverPQ))
+			look := s.Open(t, pgtest.DriverPQ)
 			keys := newPGKeys()
 
 			for _, tt := range []struct {
@@ -114,16 +113,8 @@ func TestPgxPoolDiscardIntegration(t *testing.T) {
 				t.Run(tt.name, func(t *testing.T) {
 					k := keys.next()
 					tt.discard(t, k)
-					err := pgtest.Poll(20*time.Millisecond, func() (bool, error) {
-						ok, err := advisory.TryLock(ctx, other, k)
-						if ok {
-							err = errors.Join(err, advisory.Unlock(ctx, other, k))
-						}
-						return ok, err
-					})
-					if err != nil {
-						t.Fatalf("%v, held by a discarded session, stays held: %v", k, err)
-					}
+					// A lock of a discarded session ends with it.
+					pgtest.AwaitFree(t, look, k)
 				})
 			}
 		})
