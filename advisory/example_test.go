@@ -28,7 +28,7 @@ func exampleDB(expect func(m sqlmock.Sqlmock)) *sql.DB {
 func ExampleWithXactLock() {
 	db := exampleDB(func(m sqlmock.Sqlmock) {
 		m.ExpectBegin()
-		m.ExpectExec("SELECT 1 WHERE pg_try_advisory_xact_lock(7,-785388649)").WillReturnResult(sqlmock.NewResult(0, 1))
+		m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(7,-785388649)").WillReturnResult(sqlmock.NewResult(0, 1))
 		m.ExpectExec("UPDATE reports SET built_at = now()").WillReturnResult(sqlmock.NewResult(0, 1))
 		m.ExpectCommit()
 	})
@@ -55,8 +55,8 @@ func ExampleWithXactLock() {
 // one step at a time; other callers wait up to five seconds.
 func ExampleWithSessionLock() {
 	db := exampleDB(func(m sqlmock.Sqlmock) {
-		m.ExpectExec(timeoutSQL("pg_advisory_lock(1,1)", 5000)).WillReturnResult(sqlmock.NewResult(0, 1))
-		m.ExpectExec(releaseSQL("pg_advisory_unlock(1,1)")).WillReturnResult(sqlmock.NewResult(0, 1))
+		m.ExpectExec(timeoutSQL("pg_catalog.pg_advisory_lock(1,1)", 5000)).WillReturnResult(sqlmock.NewResult(0, 1))
+		m.ExpectExec(releaseSQL("pg_catalog.pg_advisory_unlock(1,1)")).WillReturnResult(sqlmock.NewResult(0, 1))
 	})
 	defer db.Close()
 
@@ -76,7 +76,7 @@ func ExampleWithSessionLock() {
 func ExampleTryXactLock() {
 	db := exampleDB(func(m sqlmock.Sqlmock) {
 		m.ExpectBegin()
-		m.ExpectExec("SELECT 1 WHERE pg_try_advisory_xact_lock(2,1001)").WillReturnResult(sqlmock.NewResult(0, 0))
+		m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(2,1001)").WillReturnResult(sqlmock.NewResult(0, 0))
 		m.ExpectRollback()
 	})
 	defer db.Close()
@@ -100,8 +100,8 @@ func ExampleTryXactLock() {
 // a key that was not held.
 func ExampleLock() {
 	db := exampleDB(func(m sqlmock.Sqlmock) {
-		m.ExpectExec("SELECT pg_advisory_lock(42)").WillReturnResult(sqlmock.NewResult(0, 1))
-		m.ExpectExec("SELECT 1 WHERE pg_advisory_unlock(42)").WillReturnResult(sqlmock.NewResult(0, 1))
+		m.ExpectExec("SELECT pg_catalog.pg_advisory_lock(42)").WillReturnResult(sqlmock.NewResult(0, 1))
+		m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_advisory_unlock(42)").WillReturnResult(sqlmock.NewResult(0, 1))
 	})
 	defer db.Close()
 
@@ -131,8 +131,8 @@ func ExampleLock() {
 // deadlock.
 func ExampleLockKeys() {
 	db := exampleDB(func(m sqlmock.Sqlmock) {
-		m.ExpectExec("SELECT pg_advisory_lock(k) FROM (VALUES (1),(2)) AS k(k)").WillReturnResult(sqlmock.NewResult(0, 1))
-		m.ExpectExec("SELECT 1 FROM (VALUES (1),(2)) AS k(k) WHERE pg_advisory_unlock(k)").
+		m.ExpectExec("SELECT pg_catalog.pg_advisory_lock(k) FROM (VALUES (1),(2)) AS k(k)").WillReturnResult(sqlmock.NewResult(0, 1))
+		m.ExpectExec("SELECT 1 FROM (VALUES (1),(2)) AS k(k) WHERE pg_catalog.pg_advisory_unlock(k)").
 			WillReturnResult(sqlmock.NewResult(0, 2))
 	})
 	defer db.Close()

@@ -29,20 +29,20 @@ func TestWithXactLock(t *testing.T) {
 		wantErr  error
 		fnCalled bool
 	}{
-		{name: "Wait", lockSQL: "SELECT pg_advisory_xact_lock(42)", affected: 1, commit: true, fnCalled: true},
-		{name: "Try", opts: []advisory.Option{advisory.Try()}, lockSQL: "SELECT 1 WHERE pg_try_advisory_xact_lock(42)",
+		{name: "Wait", lockSQL: "SELECT pg_catalog.pg_advisory_xact_lock(42)", affected: 1, commit: true, fnCalled: true},
+		{name: "Try", opts: []advisory.Option{advisory.Try()}, lockSQL: "SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)",
 			affected: 1, commit: true, fnCalled: true},
-		{name: "TryBusy", opts: []advisory.Option{advisory.Try()}, lockSQL: "SELECT 1 WHERE pg_try_advisory_xact_lock(42)",
+		{name: "TryBusy", opts: []advisory.Option{advisory.Try()}, lockSQL: "SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)",
 			affected: 0, wantErr: advisory.ErrNotAcquired},
 		{name: "TryShared", opts: []advisory.Option{advisory.Try(), advisory.Shared()},
-			lockSQL: "SELECT 1 WHERE pg_try_advisory_xact_lock_shared(42)", affected: 1, commit: true, fnCalled: true},
+			lockSQL: "SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock_shared(42)", affected: 1, commit: true, fnCalled: true},
 		{name: "Timeout", opts: []advisory.Option{advisory.Timeout(1500 * time.Microsecond)},
-			lockSQL:  timeoutSQL("pg_advisory_xact_lock(42)", 2),
+			lockSQL:  timeoutSQL("pg_catalog.pg_advisory_xact_lock(42)", 2),
 			affected: 1, commit: true, fnCalled: true},
 		{name: "TimeoutExpires", opts: []advisory.Option{advisory.Timeout(time.Second)},
-			lockSQL: timeoutSQL("pg_advisory_xact_lock(42)", 1000),
+			lockSQL: timeoutSQL("pg_catalog.pg_advisory_xact_lock(42)", 1000),
 			lockErr: &sqlState{"55P03", "canceling statement due to lock timeout"}, wantErr: advisory.ErrLockTimeout},
-		{name: "FnFails", lockSQL: "SELECT pg_advisory_xact_lock(42)", affected: 1, fnErr: errWork,
+		{name: "FnFails", lockSQL: "SELECT pg_catalog.pg_advisory_xact_lock(42)", affected: 1, fnErr: errWork,
 			wantErr: errWork, fnCalled: true},
 	}
 	for _, tt := range tests {
@@ -89,7 +89,7 @@ func TestWithXactLockPanicRollsBack(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, exactSQL)
 	m.ExpectBegin()
-	m.ExpectExec("SELECT pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
+	m.ExpectExec("SELECT pg_catalog.pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
 	m.ExpectRollback()
 	defer func() {
 		if p := recover(); p != "boom" {
@@ -106,7 +106,7 @@ func TestWithXactLockCommitFails(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, exactSQL)
 	m.ExpectBegin()
-	m.ExpectExec("SELECT pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
+	m.ExpectExec("SELECT pg_catalog.pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
 	commitErr := &sqlState{"40001", "could not serialize access"}
 	m.ExpectCommit().WillReturnError(commitErr)
 	err := advisory.WithXactLock(context.Background(), db, k42, func(context.Context, *sql.Tx) error { return nil })
@@ -121,7 +121,7 @@ func TestWithXactLockCommitEarly(t *testing.T) {
 		t.Parallel()
 		db, m := mock.New(t, exactSQL)
 		m.ExpectBegin()
-		m.ExpectExec("SELECT pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
+		m.ExpectExec("SELECT pg_catalog.pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
 		m.ExpectCommit()
 		err := advisory.WithXactLock(context.Background(), db, k42, func(ctx context.Context, _ *sql.Tx) error {
 			if err := advisory.CommitEarly(ctx); err != nil {
@@ -137,7 +137,7 @@ func TestWithXactLockCommitEarly(t *testing.T) {
 		t.Parallel()
 		db, m := mock.New(t, exactSQL)
 		m.ExpectBegin()
-		m.ExpectExec("SELECT pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
+		m.ExpectExec("SELECT pg_catalog.pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
 		commitErr := &sqlState{"40001", "could not serialize access"}
 		m.ExpectCommit().WillReturnError(commitErr)
 		var early error
@@ -153,7 +153,7 @@ func TestWithXactLockCommitEarly(t *testing.T) {
 		t.Parallel()
 		db, m := mock.New(t, exactSQL)
 		m.ExpectBegin()
-		m.ExpectExec("SELECT pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
+		m.ExpectExec("SELECT pg_catalog.pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
 		m.ExpectRollback()
 		var early error
 		err := advisory.WithXactLock(context.Background(), db, k42, func(ctx context.Context, _ *sql.Tx) error {
@@ -168,7 +168,7 @@ func TestWithXactLockCommitEarly(t *testing.T) {
 		t.Parallel()
 		db, m := mock.New(t, exactSQL)
 		m.ExpectBegin()
-		m.ExpectExec("SELECT pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
+		m.ExpectExec("SELECT pg_catalog.pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
 		m.ExpectRollback()
 		ctx, cancel := context.WithCancel(context.Background())
 		err := advisory.WithXactLock(ctx, db, k42, func(context.Context, *sql.Tx) error {
@@ -203,7 +203,7 @@ func TestWithXactLockNeverGuessesTheOutcome(t *testing.T) {
 			t.Parallel()
 			db, m := mock.New(t, exactSQL)
 			m.ExpectBegin()
-			m.ExpectExec("SELECT pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
+			m.ExpectExec("SELECT pg_catalog.pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
 			if name == "RolledBack" {
 				m.ExpectRollback()
 			} else {
@@ -224,10 +224,10 @@ func TestScopedReturnFnErrorItself(t *testing.T) {
 	errWork := errors.New("work failed")
 	db, m := mock.New(t, exactSQL)
 	m.ExpectBegin()
-	m.ExpectExec("SELECT pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
+	m.ExpectExec("SELECT pg_catalog.pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
 	m.ExpectRollback()
-	m.ExpectExec("SELECT pg_advisory_lock(42)").WillReturnResult(rows(1))
-	m.ExpectExec(releaseSQL("pg_advisory_unlock(42)")).WillReturnResult(rows(1))
+	m.ExpectExec("SELECT pg_catalog.pg_advisory_lock(42)").WillReturnResult(rows(1))
+	m.ExpectExec(releaseSQL("pg_catalog.pg_advisory_unlock(42)")).WillReturnResult(rows(1))
 	if err := advisory.WithXactLock(context.Background(), db, k42, func(context.Context, *sql.Tx) error { return errWork }); err != errWork {
 		t.Errorf("WithXactLock returned %#v, want fn's error itself", err)
 	}
@@ -252,24 +252,24 @@ func TestWithSessionLock(t *testing.T) {
 		discarded  bool
 		lockFailed error
 	}{
-		{name: "Wait", lockSQL: "SELECT pg_advisory_lock(42)", affected: 1,
-			unlockSQL: releaseSQL("pg_advisory_unlock(42)"), released: 1, fnCalled: true},
+		{name: "Wait", lockSQL: "SELECT pg_catalog.pg_advisory_lock(42)", affected: 1,
+			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock(42)"), released: 1, fnCalled: true},
 		{name: "TryShared", opts: []advisory.Option{advisory.Try(), advisory.Shared()},
-			lockSQL: "SELECT 1 WHERE pg_try_advisory_lock_shared(42)", affected: 1,
-			unlockSQL: releaseSQL("pg_advisory_unlock_shared(42)"), released: 1, fnCalled: true},
+			lockSQL: "SELECT 1 WHERE pg_catalog.pg_try_advisory_lock_shared(42)", affected: 1,
+			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock_shared(42)"), released: 1, fnCalled: true},
 		{name: "TryBusy", opts: []advisory.Option{advisory.Try()},
-			lockSQL: "SELECT 1 WHERE pg_try_advisory_lock(42)", affected: 0, wantErr: advisory.ErrNotAcquired},
+			lockSQL: "SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)", affected: 0, wantErr: advisory.ErrNotAcquired},
 		{name: "Timeout", opts: []advisory.Option{advisory.Timeout(250 * time.Millisecond)},
-			lockSQL: timeoutSQL("pg_advisory_lock(42)", 250), affected: 1,
-			unlockSQL: releaseSQL("pg_advisory_unlock(42)"), released: 1, fnCalled: true},
+			lockSQL: timeoutSQL("pg_catalog.pg_advisory_lock(42)", 250), affected: 1,
+			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock(42)"), released: 1, fnCalled: true},
 		{name: "TimeoutExpires", opts: []advisory.Option{advisory.Timeout(time.Second)},
-			lockSQL:    timeoutSQL("pg_advisory_lock(42)", 1000),
+			lockSQL:    timeoutSQL("pg_catalog.pg_advisory_lock(42)", 1000),
 			lockFailed: &sqlState{"55P03", "canceling statement due to lock timeout"},
 			wantErr:    advisory.ErrLockTimeout, discarded: true},
-		{name: "FnFails", lockSQL: "SELECT pg_advisory_lock(42)", affected: 1, fnErr: errWork,
-			unlockSQL: releaseSQL("pg_advisory_unlock(42)"), released: 1, fnCalled: true, wantErr: errWork},
-		{name: "LockLost", lockSQL: "SELECT pg_advisory_lock(42)", affected: 1,
-			unlockSQL: releaseSQL("pg_advisory_unlock(42)"), released: 0, fnCalled: true,
+		{name: "FnFails", lockSQL: "SELECT pg_catalog.pg_advisory_lock(42)", affected: 1, fnErr: errWork,
+			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock(42)"), released: 1, fnCalled: true, wantErr: errWork},
+		{name: "LockLost", lockSQL: "SELECT pg_catalog.pg_advisory_lock(42)", affected: 1,
+			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock(42)"), released: 0, fnCalled: true,
 			wantErr: advisory.ErrLockLost, discarded: true},
 	}
 	for _, tt := range tests {
@@ -318,10 +318,10 @@ func TestWithSessionLock(t *testing.T) {
 func TestWithSessionLockStrayCancel(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, exactSQL)
-	m.ExpectExec("SELECT pg_advisory_lock(42)").WithoutArgs().WillReturnResult(rows(1))
+	m.ExpectExec("SELECT pg_catalog.pg_advisory_lock(42)").WithoutArgs().WillReturnResult(rows(1))
 	cancelled := &sqlState{"57014", "canceling statement due to user request"}
-	m.ExpectExec(releaseSQL("pg_advisory_unlock(42)")).WithoutArgs().WillReturnError(cancelled)
-	m.ExpectExec(releaseSQL("pg_advisory_unlock(42)")).WithoutArgs().WillReturnResult(rows(1))
+	m.ExpectExec(releaseSQL("pg_catalog.pg_advisory_unlock(42)")).WithoutArgs().WillReturnError(cancelled)
+	m.ExpectExec(releaseSQL("pg_catalog.pg_advisory_unlock(42)")).WithoutArgs().WillReturnResult(rows(1))
 	err := advisory.WithSessionLock(context.Background(), db, k42, func(context.Context, *sql.Conn) error { return nil })
 	if err != nil {
 		t.Fatalf("WithSessionLock = %v; want nil after the release ran again", err)
@@ -334,7 +334,7 @@ func TestWithSessionLockStrayCancel(t *testing.T) {
 func TestWithSessionLockPanicDiscards(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, exactSQL)
-	m.ExpectExec("SELECT pg_advisory_lock(42)").WillReturnResult(rows(1))
+	m.ExpectExec("SELECT pg_catalog.pg_advisory_lock(42)").WillReturnResult(rows(1))
 	m.ExpectClose()
 	func() {
 		defer func() {
@@ -355,7 +355,7 @@ func TestWithSessionLockPanicDiscards(t *testing.T) {
 func TestWithSessionLockDiscardsWhenContextEndsDuringFn(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, exactSQL)
-	m.ExpectExec("SELECT pg_advisory_lock(42)").WillReturnResult(rows(1))
+	m.ExpectExec("SELECT pg_catalog.pg_advisory_lock(42)").WillReturnResult(rows(1))
 	m.ExpectClose() // no unlock: closing the session releases the lock for certain
 	ctx, cancel := context.WithCancel(context.Background())
 	err := advisory.WithSessionLock(ctx, db, k42, func(ctx context.Context, _ *sql.Conn) error {
@@ -379,9 +379,9 @@ func TestWithSessionLockPanicWithOpenTx(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, exactSQL)
 	m.MatchExpectationsInOrder(false)
-	m.ExpectExec("SELECT pg_advisory_lock(42)").WillReturnResult(rows(1))
+	m.ExpectExec("SELECT pg_catalog.pg_advisory_lock(42)").WillReturnResult(rows(1))
 	m.ExpectBegin()
-	m.ExpectExec(releaseSQL("pg_advisory_unlock(42)")).WillReturnResult(rows(3)) // held, and a transaction is open
+	m.ExpectExec(releaseSQL("pg_catalog.pg_advisory_unlock(42)")).WillReturnResult(rows(3)) // held, and a transaction is open
 	m.ExpectClose()
 	var tx *sql.Tx
 	func() {
@@ -441,7 +441,7 @@ func TestWithXactLockTx(t *testing.T) {
 	t.Run("Commit", func(t *testing.T) {
 		t.Parallel()
 		tx, m := mockTx(t)
-		m.ExpectExec("SELECT 1 WHERE pg_try_advisory_xact_lock(42)").WillReturnResult(rows(1))
+		m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)").WillReturnResult(rows(1))
 		m.ExpectCommit()
 		called := false
 		err := advisory.WithXactLockTx(context.Background(), tx, k42, func(context.Context, *sql.Tx) error {
@@ -486,8 +486,8 @@ func TestWithSessionLockConn(t *testing.T) {
 	t.Run("Release", func(t *testing.T) {
 		t.Parallel()
 		conn, m := mockConn(t)
-		m.ExpectExec("SELECT pg_advisory_lock_shared(42)").WillReturnResult(rows(1))
-		m.ExpectExec(endSQL("pg_advisory_unlock_shared(42)")).WillReturnResult(rows(1))
+		m.ExpectExec("SELECT pg_catalog.pg_advisory_lock_shared(42)").WillReturnResult(rows(1))
+		m.ExpectExec(endSQL("pg_catalog.pg_advisory_unlock_shared(42)")).WillReturnResult(rows(1))
 		err := advisory.WithSessionLockConn(context.Background(), conn, k42, func(context.Context, *sql.Conn) error { return nil },
 			advisory.Shared())
 		if err != nil {
@@ -500,8 +500,8 @@ func TestWithSessionLockConn(t *testing.T) {
 	t.Run("LockLostDiscards", func(t *testing.T) {
 		t.Parallel()
 		conn, m := mockConn(t)
-		m.ExpectExec("SELECT pg_advisory_lock(42)").WillReturnResult(rows(1))
-		m.ExpectExec(endSQL("pg_advisory_unlock(42)")).WillReturnResult(rows(0))
+		m.ExpectExec("SELECT pg_catalog.pg_advisory_lock(42)").WillReturnResult(rows(1))
+		m.ExpectExec(endSQL("pg_catalog.pg_advisory_unlock(42)")).WillReturnResult(rows(0))
 		m.ExpectClose()
 		err := advisory.WithSessionLockConn(context.Background(), conn, k42, func(context.Context, *sql.Conn) error { return nil })
 		if !errors.Is(err, advisory.ErrLockLost) {
@@ -530,20 +530,20 @@ func TestWithSessionLockConn(t *testing.T) {
 // timeoutSQL is the statement that waits for lock, a lock function call,
 // for at most ms milliseconds.
 func timeoutSQL(lock string, ms int) string {
-	return "SELECT set_config('lock_timeout', t.prev, true) FROM (SELECT current_setting('lock_timeout') AS prev, " +
-		"set_config('lock_timeout', '" + strconv.Itoa(ms) + "', true), " + lock + " OFFSET 0) AS t"
+	return "SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT pg_catalog.current_setting('lock_timeout') AS prev, " +
+		"pg_catalog.set_config('lock_timeout', '" + strconv.Itoa(ms) + "', true), " + lock + " OFFSET 0) AS t"
 }
 
 // releaseSQL is the statement that ends a session scope on a connection
 // it owns: unlock, a function call, then every other session lock, and
 // the check for a transaction left open.
 func releaseSQL(unlock string) string {
-	return endSQL("CASE WHEN " + unlock + " THEN pg_advisory_unlock_all() IS NOT NULL ELSE false END")
+	return endSQL("CASE WHEN " + unlock + " THEN pg_catalog.pg_advisory_unlock_all() IS NOT NULL ELSE false END")
 }
 
 // endSQL is the statement that ends a session scope whose release is held,
 // a boolean expression.
 func endSQL(held string) string {
-	return "SELECT 1 FROM generate_series(1, CASE WHEN " + held + " THEN 1 ELSE 0 END + " +
-		"CASE WHEN statement_timestamp() = transaction_timestamp() THEN 0 ELSE 2 END)"
+	return "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN " + held + " THEN 1 ELSE 0 END + " +
+		"CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 2 END)"
 }

@@ -27,30 +27,30 @@ func TestSessionSQL(t *testing.T) {
 		wantErr  error
 	}{
 		{"Lock", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, k42) }),
-			"SELECT pg_advisory_lock(42)", 1, true, nil},
+			"SELECT pg_catalog.pg_advisory_lock(42)", 1, true, nil},
 		{"LockPair", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, kPair) }),
-			"SELECT pg_advisory_lock(1,-2)", 1, true, nil},
+			"SELECT pg_catalog.pg_advisory_lock(1,-2)", 1, true, nil},
 		{"LockMinInt64", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, kMin) }),
-			"SELECT pg_advisory_lock(-9223372036854775808)", 1, true, nil},
+			"SELECT pg_catalog.pg_advisory_lock(-9223372036854775808)", 1, true, nil},
 		{"LockShared", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.LockShared(ctx, c, k42) }),
-			"SELECT pg_advisory_lock_shared(42)", 1, true, nil},
+			"SELECT pg_catalog.pg_advisory_lock_shared(42)", 1, true, nil},
 		{"TryLockTaken", func(ctx context.Context, c *sql.Conn) (bool, error) { return advisory.TryLock(ctx, c, k42) },
-			"SELECT 1 WHERE pg_try_advisory_lock(42)", 1, true, nil},
+			"SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)", 1, true, nil},
 		{"TryLockBusy", func(ctx context.Context, c *sql.Conn) (bool, error) { return advisory.TryLock(ctx, c, k42) },
-			"SELECT 1 WHERE pg_try_advisory_lock(42)", 0, false, nil},
+			"SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)", 0, false, nil},
 		{"TryLockShared", func(ctx context.Context, c *sql.Conn) (bool, error) { return advisory.TryLockShared(ctx, c, kPair) },
-			"SELECT 1 WHERE pg_try_advisory_lock_shared(1,-2)", 1, true, nil},
+			"SELECT 1 WHERE pg_catalog.pg_try_advisory_lock_shared(1,-2)", 1, true, nil},
 		{"LockKeysSortedAndDeduplicated", acquired(func(ctx context.Context, c *sql.Conn) error {
 			return advisory.LockKeys(ctx, c, kPair, k42, advisory.Int64Key(-7), k42)
-		}), "SELECT pg_advisory_lock(k) FROM (VALUES (-7),(42)) AS k(k) UNION ALL SELECT pg_advisory_lock(a,b) FROM (VALUES (1,-2)) AS p(a,b)", 1, true, nil},
+		}), "SELECT pg_catalog.pg_advisory_lock(k) FROM (VALUES (-7),(42)) AS k(k) UNION ALL SELECT pg_catalog.pg_advisory_lock(a,b) FROM (VALUES (1,-2)) AS p(a,b)", 1, true, nil},
 		{"Unlock", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.Unlock(ctx, c, k42) }),
-			"SELECT 1 WHERE pg_advisory_unlock(42)", 1, true, nil},
+			"SELECT 1 WHERE pg_catalog.pg_advisory_unlock(42)", 1, true, nil},
 		{"UnlockShared", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.UnlockShared(ctx, c, kPair) }),
-			"SELECT 1 WHERE pg_advisory_unlock_shared(1,-2)", 1, true, nil},
+			"SELECT 1 WHERE pg_catalog.pg_advisory_unlock_shared(1,-2)", 1, true, nil},
 		{"UnlockKeys", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.UnlockKeys(ctx, c, kPair, k42) }),
-			"SELECT 1 FROM (VALUES (42)) AS k(k) WHERE pg_advisory_unlock(k) UNION ALL SELECT 1 FROM (VALUES (1,-2)) AS p(a,b) WHERE pg_advisory_unlock(a,b)", 2, true, nil},
+			"SELECT 1 FROM (VALUES (42)) AS k(k) WHERE pg_catalog.pg_advisory_unlock(k) UNION ALL SELECT 1 FROM (VALUES (1,-2)) AS p(a,b) WHERE pg_catalog.pg_advisory_unlock(a,b)", 2, true, nil},
 		{"UnlockAll", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.UnlockAll(ctx, c) }),
-			"SELECT pg_advisory_unlock_all()", 1, true, nil},
+			"SELECT pg_catalog.pg_advisory_unlock_all()", 1, true, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,7 +97,7 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 		{
 			name:    "LockTimeoutRacesTheGrant",
 			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, k42) },
-			sql:     "SELECT pg_advisory_lock(42)",
+			sql:     "SELECT pg_catalog.pg_advisory_lock(42)",
 			err:     &sqlState{"55P03", "canceling statement due to lock timeout"},
 			wantErr: []error{advisory.ErrLockTimeout},
 			wantMsg: "advisory: lock 42: lock wait timed out: driver: canceling statement due to lock timeout (SQLSTATE 55P03)",
@@ -105,7 +105,7 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 		{
 			name:    "Deadlock",
 			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.LockShared(ctx, c, k42) },
-			sql:     "SELECT pg_advisory_lock_shared(42)",
+			sql:     "SELECT pg_catalog.pg_advisory_lock_shared(42)",
 			err:     &sqlState{"40P01", "deadlock detected"},
 			wantErr: []error{advisory.ErrDeadlock},
 		},
@@ -114,7 +114,7 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 			call: func(ctx context.Context, c *sql.Conn) error {
 				return advisory.LockKeys(ctx, c, advisory.Int64Key(2), advisory.Int64Key(1))
 			},
-			sql:     "SELECT pg_advisory_lock(k) FROM (VALUES (1),(2)) AS k(k)",
+			sql:     "SELECT pg_catalog.pg_advisory_lock(k) FROM (VALUES (1),(2)) AS k(k)",
 			err:     &sqlState{"53200", "out of shared memory"},
 			wantErr: []error{advisory.ErrLockTableFull},
 			wantMsg: "advisory: lock [1 2]: lock table full; raise max_locks_per_transaction: driver: out of shared memory (SQLSTATE 53200)",
@@ -122,7 +122,7 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 		{
 			name:    "SuccessAfterContextEnded",
 			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, k42) },
-			sql:     "SELECT pg_advisory_lock(42)",
+			sql:     "SELECT pg_catalog.pg_advisory_lock(42)",
 			result:  rows(1),
 			cancel:  true,
 			wantErr: []error{context.Canceled},
@@ -133,7 +133,7 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 				_, err := advisory.TryLock(ctx, c, k42)
 				return err
 			},
-			sql:     "SELECT 1 WHERE pg_try_advisory_lock(42)",
+			sql:     "SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)",
 			result:  rows(0),
 			cancel:  true,
 			wantErr: []error{context.Canceled},
@@ -141,7 +141,7 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 		{
 			name:    "UnlockNotHeld",
 			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.Unlock(ctx, c, k42) },
-			sql:     "SELECT 1 WHERE pg_advisory_unlock(42)",
+			sql:     "SELECT 1 WHERE pg_catalog.pg_advisory_unlock(42)",
 			result:  rows(0),
 			wantErr: []error{advisory.ErrNotHeld},
 			wantMsg: "advisory: unlock 42: lock not held",
@@ -151,14 +151,14 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 			call: func(ctx context.Context, c *sql.Conn) error {
 				return advisory.UnlockKeys(ctx, c, advisory.Int64Key(1), advisory.Int64Key(2))
 			},
-			sql:     "SELECT 1 FROM (VALUES (1),(2)) AS k(k) WHERE pg_advisory_unlock(k)",
+			sql:     "SELECT 1 FROM (VALUES (1),(2)) AS k(k) WHERE pg_catalog.pg_advisory_unlock(k)",
 			result:  rows(1),
 			wantErr: []error{advisory.ErrNotHeld},
 		},
 		{
 			name:    "UnlockFails",
 			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.UnlockShared(ctx, c, k42) },
-			sql:     "SELECT 1 WHERE pg_advisory_unlock_shared(42)",
+			sql:     "SELECT 1 WHERE pg_catalog.pg_advisory_unlock_shared(42)",
 			err:     &sqlState{"57P01", "terminating connection due to administrator command"},
 			wantErr: []error{},
 		},
@@ -168,14 +168,14 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 			// release is not sent again, and the session is closed.
 			name:    "UnlockCancelled",
 			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.UnlockShared(ctx, c, k42) },
-			sql:     "SELECT 1 WHERE pg_advisory_unlock_shared(42)",
+			sql:     "SELECT 1 WHERE pg_catalog.pg_advisory_unlock_shared(42)",
 			err:     &sqlState{"57014", "canceling statement due to user request"},
 			wantErr: []error{},
 		},
 		{
 			name:    "UnlockAllFails",
 			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.UnlockAll(ctx, c) },
-			sql:     "SELECT pg_advisory_unlock_all()",
+			sql:     "SELECT pg_catalog.pg_advisory_unlock_all()",
 			err:     errors.New("connection reset"),
 			wantErr: []error{},
 		},
@@ -223,7 +223,7 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 func TestUnlockRunsAfterCancel(t *testing.T) {
 	t.Parallel()
 	conn, m := mockConn(t)
-	m.ExpectExec("SELECT 1 WHERE pg_advisory_unlock(42)").WithoutArgs().WillReturnResult(rows(1))
+	m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_advisory_unlock(42)").WithoutArgs().WillReturnResult(rows(1))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := advisory.Unlock(ctx, conn, k42); err != nil {
@@ -281,5 +281,5 @@ func sqlForKeys(keys []advisory.Key) string {
 	for i, k := range keys {
 		parts[i] = "(" + k.String() + ")"
 	}
-	return "SELECT pg_advisory_lock(k) FROM (VALUES " + strings.Join(parts, ",") + ") AS k(k)"
+	return "SELECT pg_catalog.pg_advisory_lock(k) FROM (VALUES " + strings.Join(parts, ",") + ") AS k(k)"
 }

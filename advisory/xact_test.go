@@ -19,21 +19,21 @@ func TestXactSQL(t *testing.T) {
 		want     bool
 	}{
 		{"XactLock", xactAcquired(func(ctx context.Context, tx *sql.Tx) error { return advisory.XactLock(ctx, tx, k42) }),
-			"SELECT pg_advisory_xact_lock(42)", 1, true},
+			"SELECT pg_catalog.pg_advisory_xact_lock(42)", 1, true},
 		{"XactLockPair", xactAcquired(func(ctx context.Context, tx *sql.Tx) error { return advisory.XactLock(ctx, tx, kPair) }),
-			"SELECT pg_advisory_xact_lock(1,-2)", 1, true},
+			"SELECT pg_catalog.pg_advisory_xact_lock(1,-2)", 1, true},
 		{"XactLockShared", xactAcquired(func(ctx context.Context, tx *sql.Tx) error { return advisory.XactLockShared(ctx, tx, k42) }),
-			"SELECT pg_advisory_xact_lock_shared(42)", 1, true},
+			"SELECT pg_catalog.pg_advisory_xact_lock_shared(42)", 1, true},
 		{"TryXactLockTaken", func(ctx context.Context, tx *sql.Tx) (bool, error) { return advisory.TryXactLock(ctx, tx, k42) },
-			"SELECT 1 WHERE pg_try_advisory_xact_lock(42)", 1, true},
+			"SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)", 1, true},
 		{"TryXactLockBusy", func(ctx context.Context, tx *sql.Tx) (bool, error) { return advisory.TryXactLock(ctx, tx, k42) },
-			"SELECT 1 WHERE pg_try_advisory_xact_lock(42)", 0, false},
+			"SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)", 0, false},
 		{"TryXactLockShared", func(ctx context.Context, tx *sql.Tx) (bool, error) {
 			return advisory.TryXactLockShared(ctx, tx, kPair)
-		}, "SELECT 1 WHERE pg_try_advisory_xact_lock_shared(1,-2)", 1, true},
+		}, "SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock_shared(1,-2)", 1, true},
 		{"XactLockKeys", xactAcquired(func(ctx context.Context, tx *sql.Tx) error {
 			return advisory.XactLockKeys(ctx, tx, k42, kPair, k42, kMin)
-		}), "SELECT pg_advisory_xact_lock(k) FROM (VALUES (-9223372036854775808),(42)) AS k(k) UNION ALL SELECT pg_advisory_xact_lock(a,b) FROM (VALUES (1,-2)) AS p(a,b)", 1, true},
+		}), "SELECT pg_catalog.pg_advisory_xact_lock(k) FROM (VALUES (-9223372036854775808),(42)) AS k(k) UNION ALL SELECT pg_catalog.pg_advisory_xact_lock(a,b) FROM (VALUES (1,-2)) AS p(a,b)", 1, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,7 +73,7 @@ func TestXactErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			tx, m := mockTx(t)
-			m.ExpectExec("SELECT pg_advisory_xact_lock(42)").WillReturnError(tt.err)
+			m.ExpectExec("SELECT pg_catalog.pg_advisory_xact_lock(42)").WillReturnError(tt.err)
 			m.ExpectRollback()
 			err := advisory.XactLock(context.Background(), tx, k42)
 			if !errors.Is(err, tt.want) || !errors.Is(err, tt.err) {
@@ -90,7 +90,7 @@ func TestXactErrors(t *testing.T) {
 func TestXactSuccessAfterContextEnded(t *testing.T) {
 	t.Parallel()
 	tx, m := mockTx(t)
-	m.ExpectExec("SELECT pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
+	m.ExpectExec("SELECT pg_catalog.pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
 	m.ExpectRollback()
 	err := advisory.XactLock(endedAsCallReturns{context.Background()}, tx, k42)
 	if !errors.Is(err, context.Canceled) {

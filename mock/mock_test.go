@@ -24,11 +24,12 @@ func TestHelpersMatchOnlyTheirStatement(t *testing.T) {
 		stmt string
 		args []any
 	}{
-		{"Wrapped", "SET LOCAL lock_timeout = 5; SELECT pg_advisory_xact_lock(42); SET LOCAL lock_timeout TO DEFAULT", nil},
-		{"Prefixed", "SELECT pg_advisory_xact_lock(42), 1", nil},
-		{"OtherKey", "SELECT pg_advisory_xact_lock(420)", nil},
-		{"Shared", "SELECT pg_advisory_xact_lock_shared(42)", nil},
-		{"WithArgs", "SELECT pg_advisory_xact_lock(42)", []any{1}},
+		{"Wrapped", "SET LOCAL lock_timeout = 5; SELECT pg_catalog.pg_advisory_xact_lock(42); SET LOCAL lock_timeout TO DEFAULT", nil},
+		{"Prefixed", "SELECT pg_catalog.pg_advisory_xact_lock(42), 1", nil},
+		{"OtherKey", "SELECT pg_catalog.pg_advisory_xact_lock(420)", nil},
+		{"Shared", "SELECT pg_catalog.pg_advisory_xact_lock_shared(42)", nil},
+		{"WithArgs", "SELECT pg_catalog.pg_advisory_xact_lock(42)", []any{1}},
+		{"Unqualified", "SELECT pg_advisory_xact_lock(42)", nil},
 	}
 	for _, mt := range matchers {
 		for _, o := range others {
@@ -69,7 +70,7 @@ func TestCustomMatcher(t *testing.T) {
 	if ok, err := advisory.TryXactLock(context.Background(), tx, advisory.PairKey(1, 2)); !ok || err != nil {
 		t.Fatalf("TryXactLock = %v, %v", ok, err)
 	}
-	if want := "SELECT 1 WHERE pg_try_advisory_xact_lock(1,2)"; len(seen) != 1 || seen[0] != want {
+	if want := "SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(1,2)"; len(seen) != 1 || seen[0] != want {
 		t.Errorf("the matcher saw expected SQL %q, want [%q]", seen, want)
 	}
 	rollback(t, tx, m)

@@ -17,7 +17,7 @@ import (
 
 // The statements Sync sends for the default table.
 const (
-	syncLock   = "SELECT pg_advisory_xact_lock(-2147483648,1)"
+	syncLock   = "SELECT pg_catalog.pg_advisory_xact_lock(-2147483648,1)"
 	syncCreate = `CREATE TABLE IF NOT EXISTS "pgadvisory_namespaces" (id integer PRIMARY KEY, ` +
 		`name text NOT NULL UNIQUE CHECK (name <> ''), owner text NOT NULL DEFAULT '', ` +
 		`doc text NOT NULL DEFAULT '', registered_by text NOT NULL DEFAULT '', ` +

@@ -27,8 +27,8 @@ func heldAs(pid string, shared bool, key Key, classid, objid string) string {
 		mode = "ShareLock"
 	}
 	return "locktype = 'advisory' AND pid = " + pid +
-		" AND classid = " + classid + "::int8::oid" +
-		" AND objid = " + objid + "::int8::oid" +
+		" AND classid = " + classid + "::pg_catalog.int8::pg_catalog.oid" +
+		" AND objid = " + objid + "::pg_catalog.int8::pg_catalog.oid" +
 		" AND objsubid = " + strconv.Itoa(s) +
 		" AND mode = '" + mode + "' AND granted"
 }
@@ -46,25 +46,21 @@ func leaseMark(Key) string { return markSetting }
 // backend pid is the session's own, holds key in the lease's mode, and
 // still bears the lease's mark (see LeaseStart), and none otherwise:
 //
-//	SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = 4242 AND
-//	pid = pg_backend_pid() AND classid = 0::int8::oid AND objid =
-//	42::int8::oid AND objsubid = 1 AND mode = 'ExclusiveLock' AND granted
-//	AND current_setting('pgadvisory.lease', true) = '8177'
+//	SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid =
+//	4242 AND pid = pg_catalog.pg_backend_pid() AND classid =
+//	0::pg_catalog.int8::pg_catalog.oid AND objid =
+//	42::pg_catalog.int8::pg_catalog.oid AND objsubid = 1 AND mode =
+//	'ExclusiveLock' AND granted AND
+//	pg_catalog.current_setting('pgadvisory.lease', true) = '8177'
 //
 // The backend check catches a statement that a transaction pooler routed
 // to another backend; the mark catches another client of the pooler that
 // took the key on this backend, where the locks stack.
 func Holds(pid int64, shared bool, key Key, mark int64) string {
-	return "SELECT 1 FROM pg_locks WHERE " +
-		heldBy(strconv.FormatInt(pid, 10)+" AND pid = pg_backend_pid()", shared, key) +
-		" AND current_setting('" + leaseMark(key) + "', true) = '" + strconv.FormatInt(mark, 10) + "'"
+	return "SELECT 1 FROM pg_catalog.pg_locks WHERE " +
+		heldBy(strconv.FormatInt(pid, 10)+" AND pid = pg_catalog.pg_backend_pid()", shared, key) +
+		" AND pg_catalog.current_setting('" + leaseMark(key) + "', true) = '" + strconv.FormatInt(mark, 10) + "'"
 }
-
-// LeaseFencingSequence names the sequence whose values are fencing tokens.
-const LeaseFencingSequence = "pgadvisory_fencing_token"
-
-// CreateFencingSequence creates the fencing sequence if it does not exist.
-const CreateFencingSequence = "CREATE SEQUENCE IF NOT EXISTS " + LeaseFencingSequence
 
 // LeaseStart returns the statement that a lease sends right after its lock
 // statement. It returns one row: the backend's pid, whether the server is
@@ -73,11 +69,20 @@ const CreateFencingSequence = "CREATE SEQUENCE IF NOT EXISTS " + LeaseFencingSeq
 // cannot run), and the lease's mark, which it sets on the session for
 // Holds to check:
 //
-//	SELECT pg_backend_pid(), pg_is_in_recovery(), EXISTS (SELECT 1 FROM
-//	pg_locks WHERE ... pid = pg_backend_pid() ...), CASE WHEN
-//	pg_is_in_recovery() THEN NULL ELSE nextval('pgadvisory_fencing_token')
-//	END, set_config('pgadvisory.lease', floor(random() *
-//	9007199254740992)::int8::text, false)::int8
+//	SELECT pg_catalog.pg_backend_pid(), pg_catalog.pg_is_in_recovery(),
+//	EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE ... pid =
+//	pg_catalog.pg_backend_pid() ...), CASE WHEN
+//	pg_catalog.pg_is_in_recovery() THEN NULL ELSE
+//	pg_catalog.nextval(COALESCE(pg_catalog.to_regclass(
+//	'pgadvisory.fencing_token'), ...)) END,
+//	pg_catalog.set_config('pgadvisory.lease',
+//	pg_catalog.floor(pg_catalog.random() *
+//	9007199254740992)::pg_catalog.int8::pg_catalog.text,
+//	false)::pg_catalog.int8
+//
+// Without fencing the token is NULL::pg_catalog.int8. With it, a
+// database that lacks the sequence fails the statement with SQLSTATE
+// 42P01 (see [CreateFencingSequence]).
 //
 // The mark is drawn by the server and read back as a number, so that no
 // string of the client's goes into SQL text.
@@ -87,22 +92,22 @@ const CreateFencingSequence = "CREATE SEQUENCE IF NOT EXISTS " + LeaseFencingSeq
 // sends prepared whatever the form, and a text per key would make a
 // statement per key.
 func LeaseStart(f Form, shared bool, key Key, fencing bool) Stmt {
-	token := "NULL::int8"
+	token := "NULL::pg_catalog.int8"
 	if fencing {
-		token = "CASE WHEN pg_is_in_recovery() THEN NULL ELSE nextval('" + LeaseFencingSequence + "') END"
+		token = "CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL ELSE " + nextToken + " END"
 	}
 	var held string
 	var args []any
 	if f == Params {
 		c, o, _ := key.tag()
-		held = heldAs("pg_backend_pid()", shared, key, "$1", "$2")
+		held = heldAs("pg_catalog.pg_backend_pid()", shared, key, "$1", "$2")
 		args = []any{int64(c), int64(o)}
 	} else {
-		held = heldBy("pg_backend_pid()", shared, key)
+		held = heldBy("pg_catalog.pg_backend_pid()", shared, key)
 	}
 	return Stmt{
-		Query: "SELECT pg_backend_pid(), pg_is_in_recovery(), EXISTS (SELECT 1 FROM pg_locks WHERE " + held + "), " + token +
-			", set_config('" + leaseMark(key) + "', floor(random() * 9007199254740992)::int8::text, false)::int8",
+		Query: "SELECT pg_catalog.pg_backend_pid(), pg_catalog.pg_is_in_recovery(), EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE " +
+			held + "), " + token + ", " + setMark,
 		Args: args,
 	}
 }

@@ -13,19 +13,27 @@ import "strconv"
 // one row: the backend's pid, whether the server is a hot standby, and the
 // carrier's mark, a number the server draws and sets on the session:
 //
-//	SELECT pg_backend_pid(), pg_is_in_recovery(), set_config('pgadvisory.lease',
-//	floor(random() * 9007199254740992)::int8::text, false)::int8
-const CarrierStart = "SELECT pg_backend_pid(), pg_is_in_recovery(), set_config('" + markSetting +
-	"', floor(random() * 9007199254740992)::int8::text, false)::int8"
+//	SELECT pg_catalog.pg_backend_pid(), pg_catalog.pg_is_in_recovery(),
+//	pg_catalog.set_config('pgadvisory.lease',
+//	pg_catalog.floor(pg_catalog.random() *
+//	9007199254740992)::pg_catalog.int8::pg_catalog.text,
+//	false)::pg_catalog.int8
+const CarrierStart = "SELECT pg_catalog.pg_backend_pid(), pg_catalog.pg_is_in_recovery(), " + setMark
 
 // markSetting names the session setting that holds a lease's mark.
 const markSetting = "pgadvisory.lease"
 
+// setMark is the select-list entry that draws a mark, sets it on the
+// session and returns it, as a number: no string of the client's goes
+// into SQL text.
+const setMark = "pg_catalog.set_config('" + markSetting +
+	"', pg_catalog.floor(pg_catalog.random() * 9007199254740992)::pg_catalog.int8::pg_catalog.text, false)::pg_catalog.int8"
+
 // ours renders the condition that the statement runs on the carrier's own
 // backend, which still bears its mark.
 func ours(pid, mark int64) string {
-	return "pg_backend_pid() = " + strconv.FormatInt(pid, 10) +
-		" AND current_setting('" + markSetting + "', true) = '" + strconv.FormatInt(mark, 10) + "'"
+	return "pg_catalog.pg_backend_pid() = " + strconv.FormatInt(pid, 10) +
+		" AND pg_catalog.current_setting('" + markSetting + "', true) = '" + strconv.FormatInt(mark, 10) + "'"
 }
 
 // CarrierTry returns the statement that tries key on the carrier named by
@@ -33,13 +41,14 @@ func ours(pid, mark int64) string {
 // when the session is not the carrier's, one when the key is busy, two
 // when the lock was taken:
 //
-//	SELECT 1 FROM generate_series(1, CASE WHEN pg_backend_pid() = 4242 AND
-//	current_setting('pgadvisory.lease', true) = '8177' THEN CASE WHEN
-//	pg_try_advisory_lock(42) THEN 2 ELSE 1 END ELSE 0 END)
+//	SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN
+//	pg_catalog.pg_backend_pid() = 4242 AND
+//	pg_catalog.current_setting('pgadvisory.lease', true) = '8177' THEN CASE
+//	WHEN pg_catalog.pg_try_advisory_lock(42) THEN 2 ELSE 1 END ELSE 0 END)
 //
 // CASE fixes the order: the key is tried only on the carrier's session.
 func CarrierTry(pid, mark int64, shared bool, key Key) string {
-	return "SELECT 1 FROM generate_series(1, CASE WHEN " + ours(pid, mark) + " THEN CASE WHEN " +
+	return "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN " + ours(pid, mark) + " THEN CASE WHEN " +
 		call(fn("pg_try_advisory", false, shared), key) + " THEN 2 ELSE 1 END ELSE 0 END)"
 }
 
@@ -47,13 +56,14 @@ func CarrierTry(pid, mark int64, shared bool, key Key) string {
 // row: NULL when the session is not the carrier's, 0 when the key is busy,
 // and the token when the lock was taken:
 //
-//	SELECT CASE WHEN pg_backend_pid() = 4242 AND ... THEN CASE WHEN
-//	pg_try_advisory_lock(42) THEN t.t ELSE 0 END END FROM (SELECT
-//	nextval('pgadvisory_fencing_token') AS t OFFSET 0) AS t
+//	SELECT CASE WHEN pg_catalog.pg_backend_pid() = 4242 AND ... THEN CASE
+//	WHEN pg_catalog.pg_try_advisory_lock(42) THEN t.t ELSE 0 END END FROM
+//	(SELECT pg_catalog.nextval(COALESCE(pg_catalog.to_regclass(
+//	'pgadvisory.fencing_token'), ...)) AS t OFFSET 0) AS t
 //
 // The token is drawn first, in a subquery that OFFSET 0 keeps apart, so
-// that a failure to draw it (the sequence does not exist yet) takes no
-// lock. A busy key spends a token; tokens only need to increase.
+// that a failure to draw it (the sequence does not exist yet: SQLSTATE
+// 42P01, see [CreateFencingSequence]) takes no lock. A busy key spends a token; tokens only need to increase.
 //
 // The statement returns rows, which pgx prepares whatever the form, so in
 // the Params form the key is $1 (or $1,$2): the text is then the same for
@@ -62,7 +72,7 @@ func CarrierTryFenced(f Form, pid, mark int64, shared bool, key Key) Stmt {
 	try, args := callIn(f, fn("pg_try_advisory", false, shared), key)
 	return Stmt{
 		Query: "SELECT CASE WHEN " + ours(pid, mark) + " THEN CASE WHEN " + try +
-			" THEN t.t ELSE 0 END END FROM (SELECT nextval('" + LeaseFencingSequence + "') AS t OFFSET 0) AS t",
+			" THEN t.t ELSE 0 END END FROM (SELECT " + nextToken + " AS t OFFSET 0) AS t",
 		Args: args,
 	}
 }
@@ -70,8 +80,8 @@ func CarrierTryFenced(f Form, pid, mark int64, shared bool, key Key) Stmt {
 // CarrierUnlock returns the statement that releases one hold of key on
 // the carrier. It affects one row when the carrier's session held it:
 //
-//	SELECT 1 WHERE CASE WHEN pg_backend_pid() = 4242 AND ... THEN
-//	pg_advisory_unlock(42) ELSE false END
+//	SELECT 1 WHERE CASE WHEN pg_catalog.pg_backend_pid() = 4242 AND ...
+//	THEN pg_catalog.pg_advisory_unlock(42) ELSE false END
 //
 // CASE fixes the order, so a statement routed to another backend releases
 // nothing there.
@@ -90,7 +100,7 @@ func carrierHeld(pid, mark int64) string {
 // session is not the carrier's. Its text is the same at every beat, so a
 // driver that prepares statements prepares it once.
 func CarrierCount(pid, mark int64) string {
-	return "SELECT count(*) FROM pg_locks WHERE " + carrierHeld(pid, mark)
+	return "SELECT pg_catalog.count(*) FROM pg_catalog.pg_locks WHERE " + carrierHeld(pid, mark)
 }
 
 // CarrierHeld returns the statement that lists the locks the carrier's
@@ -98,7 +108,8 @@ func CarrierCount(pid, mark int64) string {
 // objsubid) and whether the lock is shared. A carrier sends it only when
 // [CarrierCount] finds fewer locks than it expects.
 func CarrierHeld(pid, mark int64) string {
-	return "SELECT classid::int8, objid::int8, objsubid::int4, mode = 'ShareLock' FROM pg_locks WHERE " + carrierHeld(pid, mark)
+	return "SELECT classid::pg_catalog.int8, objid::pg_catalog.int8, objsubid::pg_catalog.int4, mode = 'ShareLock' " +
+		"FROM pg_catalog.pg_locks WHERE " + carrierHeld(pid, mark)
 }
 
 // KeyFromTag returns the key that pg_locks shows as classid, objid and
@@ -116,7 +127,8 @@ func KeyFromTag(classid, objid int64, objsubid int) Key {
 // carrier. With ms > 0 the wait is bounded as [LockTimeout] bounds it. It
 // affects one row:
 //
-//	SELECT 1 FROM (SELECT pg_advisory_lock(42) OFFSET 0) AS w WHERE pg_advisory_unlock(42)
+//	SELECT 1 FROM (SELECT pg_catalog.pg_advisory_lock(42) OFFSET 0) AS w
+//	WHERE pg_catalog.pg_advisory_unlock(42)
 func AwaitFree(shared bool, key Key, ms int64) string {
 	wait := Lock(false, shared, key)
 	if ms > 0 {

@@ -10,24 +10,24 @@ import (
 func TestCarrierStatements(t *testing.T) {
 	t.Parallel()
 	k := sqltext.Key{Bigint: 42}
-	ours := "pg_backend_pid() = 7 AND current_setting('pgadvisory.lease', true) = '9'"
+	ours := "pg_catalog.pg_backend_pid() = 7 AND pg_catalog.current_setting('pgadvisory.lease', true) = '9'"
 	tests := []struct {
 		name, got, want string
 	}{
 		{"CarrierTry", sqltext.CarrierTry(7, 9, false, k),
-			"SELECT 1 FROM generate_series(1, CASE WHEN " + ours + " THEN CASE WHEN pg_try_advisory_lock(42) THEN 2 ELSE 1 END ELSE 0 END)"},
+			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN " + ours + " THEN CASE WHEN pg_catalog.pg_try_advisory_lock(42) THEN 2 ELSE 1 END ELSE 0 END)"},
 		{"CarrierTryFenced", sqltext.CarrierTryFenced(sqltext.Inline, 7, 9, true, k).Query,
-			"SELECT CASE WHEN " + ours + " THEN CASE WHEN pg_try_advisory_lock_shared(42) THEN t.t ELSE 0 END END " +
-				"FROM (SELECT nextval('pgadvisory_fencing_token') AS t OFFSET 0) AS t"},
+			"SELECT CASE WHEN " + ours + " THEN CASE WHEN pg_catalog.pg_try_advisory_lock_shared(42) THEN t.t ELSE 0 END END " +
+				"FROM (SELECT " + nextToken + " AS t OFFSET 0) AS t"},
 		{"CarrierUnlock", sqltext.CarrierUnlock(7, 9, false, k),
-			"SELECT 1 WHERE CASE WHEN " + ours + " THEN pg_advisory_unlock(42) ELSE false END"},
+			"SELECT 1 WHERE CASE WHEN " + ours + " THEN pg_catalog.pg_advisory_unlock(42) ELSE false END"},
 		{"CarrierCount", sqltext.CarrierCount(7, 9),
-			"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND pid = 7 AND " + ours},
+			"SELECT pg_catalog.count(*) FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND granted AND pid = 7 AND " + ours},
 		{"AwaitFree", sqltext.AwaitFree(false, k, 0),
-			"SELECT 1 FROM (SELECT pg_advisory_lock(42) OFFSET 0) AS w WHERE pg_advisory_unlock(42)"},
+			"SELECT 1 FROM (SELECT pg_catalog.pg_advisory_lock(42) OFFSET 0) AS w WHERE pg_catalog.pg_advisory_unlock(42)"},
 		{"AwaitFreeBounded", sqltext.AwaitFree(true, k, 5),
-			"SELECT 1 FROM (SELECT set_config('lock_timeout', t.prev, true) FROM (SELECT current_setting('lock_timeout') AS prev, " +
-				"set_config('lock_timeout', '5', true), pg_advisory_lock_shared(42) OFFSET 0) AS t OFFSET 0) AS w WHERE pg_advisory_unlock_shared(42)"},
+			"SELECT 1 FROM (SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT pg_catalog.current_setting('lock_timeout') AS prev, " +
+				"pg_catalog.set_config('lock_timeout', '5', true), pg_catalog.pg_advisory_lock_shared(42) OFFSET 0) AS t OFFSET 0) AS w WHERE pg_catalog.pg_advisory_unlock_shared(42)"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
@@ -36,7 +36,11 @@ func TestCarrierStatements(t *testing.T) {
 	}
 }
 
-// TestKeyFromTag checks that a key read back from pg_locks' columns is
+// nextToken is how a statement draws a fencing token.
+const nextToken = "pg_catalog.nextval(COALESCE(pg_catalog.to_regclass('pgadvisory.fencing_token'), " +
+	`'pg_catalog."pgadvisory.fencing_token"'::pg_catalog.text::pg_catalog.regclass))`
+
+// TestKeyFromTag checks that a key read back from pg_catalog.pg_locks' columns is
 // the key that was locked, in both key spaces and at their extremes.
 func TestKeyFromTag(t *testing.T) {
 	t.Parallel()
@@ -51,7 +55,7 @@ func TestKeyFromTag(t *testing.T) {
 	}
 }
 
-// pgTag is how pg_locks shows k, as oids read into int8 (see DESIGN.md).
+// pgTag is how pg_catalog.pg_locks shows k, as oids read into int8 (see DESIGN.md).
 func pgTag(k sqltext.Key) (classid, objid int64, objsubid int) {
 	if k.Pair {
 		return int64(uint32(k.A)), int64(uint32(k.B)), 2
@@ -62,8 +66,8 @@ func pgTag(k sqltext.Key) (classid, objid int64, objsubid int) {
 func TestCarrierTryFencedParams(t *testing.T) {
 	t.Parallel()
 	s := sqltext.CarrierTryFenced(sqltext.Params, 7, 9, false, sqltext.Key{Pair: true, A: -1, B: 2})
-	want := "SELECT CASE WHEN pg_backend_pid() = 7 AND current_setting('pgadvisory.lease', true) = '9' THEN CASE WHEN " +
-		"pg_try_advisory_lock($1,$2) THEN t.t ELSE 0 END END FROM (SELECT nextval('pgadvisory_fencing_token') AS t OFFSET 0) AS t"
+	want := "SELECT CASE WHEN pg_catalog.pg_backend_pid() = 7 AND pg_catalog.current_setting('pgadvisory.lease', true) = '9' THEN CASE WHEN " +
+		"pg_catalog.pg_try_advisory_lock($1,$2) THEN t.t ELSE 0 END END FROM (SELECT " + nextToken + " AS t OFFSET 0) AS t"
 	if s.Query != want {
 		t.Errorf("\n got %s\nwant %s", s.Query, want)
 	}

@@ -9,8 +9,8 @@ import (
 // order and takes the first it can. Its one row, if any, is the slot's
 // place in order, from 1; no row means every slot is taken:
 //
-//	SELECT o FROM unnest(ARRAY[2,3,1]::int8[]) WITH ORDINALITY AS s(k, o)
-//	WHERE pg_try_advisory_lock(k) LIMIT 1
+//	SELECT o FROM pg_catalog.unnest(ARRAY[2,3,1]::pg_catalog.int8[]) WITH
+//	ORDINALITY AS s(k, o) WHERE pg_catalog.pg_try_advisory_lock(k) LIMIT 1
 //
 // It has no ORDER BY, so that the filter runs row by row and LIMIT stops
 // it at the first lock taken. The slots are keys of one key space, and a
@@ -20,16 +20,16 @@ import (
 // connection, not once per order. order must not be empty.
 func SlotTry(f Form, order []Key) Stmt {
 	pair := order[0].Pair
-	typ := "int8[]"
+	typ := "pg_catalog.int8[]"
 	if pair {
-		typ = "int4[]"
+		typ = "pg_catalog.int4[]"
 	}
 	var slots, ns string
 	var args []any
 	if f == Params {
 		slots, args = "$1::"+typ, []any{slotArray(order)}
 		if pair {
-			ns, args = "$2::int4, ", append(args, order[0].A)
+			ns, args = "$2::pg_catalog.int4, ", append(args, order[0].A)
 		}
 	} else {
 		slots = "ARRAY[" + slotList(order) + "]::" + typ
@@ -38,8 +38,9 @@ func SlotTry(f Form, order []Key) Stmt {
 		}
 	}
 	return Stmt{
-		Query: "SELECT o FROM unnest(" + slots + ") WITH ORDINALITY AS s(k, o) WHERE pg_try_advisory_lock(" + ns + "k) LIMIT 1",
-		Args:  args,
+		Query: "SELECT o FROM pg_catalog.unnest(" + slots + ") WITH ORDINALITY AS s(k, o) WHERE " +
+			fn("pg_try_advisory", false, false) + "(" + ns + "k) LIMIT 1",
+		Args: args,
 	}
 }
 

@@ -16,14 +16,14 @@ func TestSlotTry(t *testing.T) {
 		args  []any
 	}{
 		{"pairs inline", Inline, pairs,
-			"SELECT o FROM unnest(ARRAY[2,-3]::int4[]) WITH ORDINALITY AS s(k, o) WHERE pg_try_advisory_lock(7, k) LIMIT 1", nil},
+			"SELECT o FROM pg_catalog.unnest(ARRAY[2,-3]::pg_catalog.int4[]) WITH ORDINALITY AS s(k, o) WHERE pg_catalog.pg_try_advisory_lock(7, k) LIMIT 1", nil},
 		{"bigints inline", Inline, bigints,
-			"SELECT o FROM unnest(ARRAY[5,-6]::int8[]) WITH ORDINALITY AS s(k, o) WHERE pg_try_advisory_lock(k) LIMIT 1", nil},
+			"SELECT o FROM pg_catalog.unnest(ARRAY[5,-6]::pg_catalog.int8[]) WITH ORDINALITY AS s(k, o) WHERE pg_catalog.pg_try_advisory_lock(k) LIMIT 1", nil},
 		{"pairs params", Params, pairs,
-			"SELECT o FROM unnest($1::int4[]) WITH ORDINALITY AS s(k, o) WHERE pg_try_advisory_lock($2::int4, k) LIMIT 1",
+			"SELECT o FROM pg_catalog.unnest($1::pg_catalog.int4[]) WITH ORDINALITY AS s(k, o) WHERE pg_catalog.pg_try_advisory_lock($2::pg_catalog.int4, k) LIMIT 1",
 			[]any{[]int32{2, -3}, int32(7)}},
 		{"bigints params", Params, bigints,
-			"SELECT o FROM unnest($1::int8[]) WITH ORDINALITY AS s(k, o) WHERE pg_try_advisory_lock(k) LIMIT 1",
+			"SELECT o FROM pg_catalog.unnest($1::pg_catalog.int8[]) WITH ORDINALITY AS s(k, o) WHERE pg_catalog.pg_try_advisory_lock(k) LIMIT 1",
 			[]any{[]int64{5, -6}}},
 	}
 	for _, tt := range tests {

@@ -9,10 +9,22 @@
 // Locker's fenced try also come in a second form (see [Form]), with the
 // key as parameters, for the driver that runs that faster. Statements
 // whose answer is a boolean are written so that the answer is the number
-// of rows: "SELECT 1 WHERE pg_try_advisory_lock(42)" reports one row when
-// the lock was taken.
+// of rows: "SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)" reports
+// one row when the lock was taken.
 // That lets the caller use ExecContext and read RowsAffected, which keeps
 // every driver on its no-parameter, single round-trip path.
+//
+// # Qualified names
+//
+// Every function, relation and cast type a statement names carries its
+// schema: pg_catalog for PostgreSQL's (pg_catalog.pg_advisory_lock,
+// pg_catalog.pg_locks, pg_catalog.int8), [Schema] for the library's own
+// (the fencing sequence). An unqualified name resolves through the
+// session's search_path, which is the caller's: a schema placed before
+// pg_catalog could define a pg_try_advisory_lock that always returns
+// true, and an unqualified sequence would be one per schema, or none with
+// an empty search_path. Operators are left as they are. A test checks
+// every statement the package builds.
 package sqltext
 
 import (
@@ -72,14 +84,16 @@ func (k Key) args() string {
 
 // lockFns names the server functions that take a lock, by whether they
 // try, whether the lock is a transaction's, and whether it is shared.
+// Like every name in this package's statements, each is qualified with
+// its schema (see the package documentation).
 var lockFns = [2][2][2]string{
 	{
-		{"pg_advisory_lock", "pg_advisory_lock_shared"},
-		{"pg_advisory_xact_lock", "pg_advisory_xact_lock_shared"},
+		{"pg_catalog.pg_advisory_lock", "pg_catalog.pg_advisory_lock_shared"},
+		{"pg_catalog.pg_advisory_xact_lock", "pg_catalog.pg_advisory_xact_lock_shared"},
 	},
 	{
-		{"pg_try_advisory_lock", "pg_try_advisory_lock_shared"},
-		{"pg_try_advisory_xact_lock", "pg_try_advisory_xact_lock_shared"},
+		{"pg_catalog.pg_try_advisory_lock", "pg_catalog.pg_try_advisory_lock_shared"},
+		{"pg_catalog.pg_try_advisory_xact_lock", "pg_catalog.pg_try_advisory_xact_lock_shared"},
 	},
 }
 
@@ -100,9 +114,9 @@ func b2i(b bool) int {
 // unlockFn names the server function that releases a session lock.
 func unlockFn(shared bool) string {
 	if shared {
-		return "pg_advisory_unlock_shared"
+		return "pg_catalog.pg_advisory_unlock_shared"
 	}
-	return "pg_advisory_unlock"
+	return "pg_catalog.pg_advisory_unlock"
 }
 
 // call renders "name(args)".
@@ -125,17 +139,17 @@ func appendCall(b []byte, name string, k Key) []byte {
 // statement renders prefix + "name(args)" with one allocation, for the
 // statements every lock call sends.
 func statement(prefix, name string, k Key) string {
-	var buf [80]byte
+	var buf [96]byte
 	b := append(buf[:0], prefix...)
 	return string(appendCall(b, name, k))
 }
 
 // Lock returns the statement that waits for every key, in the order given.
-// One key gives "SELECT pg_advisory_lock(42)". Several give one row per
-// key, taken as the rows are produced:
+// One key gives "SELECT pg_catalog.pg_advisory_lock(42)". Several give one
+// row per key, taken as the rows are produced:
 //
-//	SELECT pg_advisory_lock(k) FROM (VALUES (1),(2)) AS k(k)
-//	UNION ALL SELECT pg_advisory_lock(a,b) FROM (VALUES (3,4)) AS p(a,b)
+//	SELECT pg_catalog.pg_advisory_lock(k) FROM (VALUES (1),(2)) AS k(k)
+//	UNION ALL SELECT pg_catalog.pg_advisory_lock(a,b) FROM (VALUES (3,4)) AS p(a,b)
 //
 // A VALUES list has no length limit, unlike a select list (1664 entries).
 // The caller sorts the keys, bigints before pairs, and the server takes
@@ -150,7 +164,7 @@ func Lock(xact, shared bool, keys ...Key) string {
 
 // TryLock returns the statement that tries one key without waiting. It
 // affects one row when the lock was taken and none when it was not:
-// "SELECT 1 WHERE pg_try_advisory_lock(42)".
+// "SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)".
 func TryLock(xact, shared bool, key Key) string {
 	return statement("SELECT 1 WHERE ", fn("pg_try_advisory", xact, shared), key)
 }
@@ -158,9 +172,10 @@ func TryLock(xact, shared bool, key Key) string {
 // LockTimeout returns the statement that waits for one key for at most ms
 // milliseconds, after which the server fails it with SQLSTATE 55P03:
 //
-//	SELECT set_config('lock_timeout', t.prev, true) FROM (SELECT
-//	current_setting('lock_timeout') AS prev, set_config('lock_timeout',
-//	'100', true), pg_advisory_lock(42) OFFSET 0) AS t
+//	SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT
+//	pg_catalog.current_setting('lock_timeout') AS prev,
+//	pg_catalog.set_config('lock_timeout', '100', true),
+//	pg_catalog.pg_advisory_lock(42) OFFSET 0) AS t
 //
 // The inner select list runs left to right: it saves the setting, bounds
 // the wait, and waits; the outer one puts the saved setting back. So the
@@ -168,18 +183,18 @@ func TryLock(xact, shared bool, key Key) string {
 // and the rest of a transaction runs with whatever it had before. OFFSET 0
 // keeps the planner from merging the two levels.
 func LockTimeout(xact, shared bool, key Key, ms int64) string {
-	return "SELECT set_config('lock_timeout', t.prev, true) FROM (SELECT current_setting('lock_timeout') AS prev, " +
-		"set_config('lock_timeout', '" + strconv.FormatInt(ms, 10) + "', true), " +
+	return "SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT pg_catalog.current_setting('lock_timeout') AS prev, " +
+		"pg_catalog.set_config('lock_timeout', '" + strconv.FormatInt(ms, 10) + "', true), " +
 		call(fn("pg_advisory", xact, shared), key) + " OFFSET 0) AS t"
 }
 
 // Unlock returns the statement that releases one session lock on every
 // key. It affects one row for each key that was held. One key gives
-// "SELECT 1 WHERE pg_advisory_unlock(42)"; several give, as [Lock] does,
-// one row per key:
+// "SELECT 1 WHERE pg_catalog.pg_advisory_unlock(42)"; several give, as
+// [Lock] does, one row per key:
 //
-//	SELECT 1 FROM (VALUES (1),(2)) AS k(k) WHERE pg_advisory_unlock(k)
-//	UNION ALL SELECT 1 FROM (VALUES (3,4)) AS p(a,b) WHERE pg_advisory_unlock(a,b)
+//	SELECT 1 FROM (VALUES (1),(2)) AS k(k) WHERE pg_catalog.pg_advisory_unlock(k)
+//	UNION ALL SELECT 1 FROM (VALUES (3,4)) AS p(a,b) WHERE pg_catalog.pg_advisory_unlock(a,b)
 func Unlock(shared bool, keys ...Key) string {
 	name := unlockFn(shared)
 	if len(keys) == 1 {
@@ -196,10 +211,11 @@ func Unlock(shared bool, keys ...Key) string {
 // in a transaction's first statement. It affects one row when key was
 // held, and two more when a transaction is open:
 //
-//	SELECT 1 FROM generate_series(1, CASE WHEN CASE WHEN
-//	pg_advisory_unlock(42) THEN pg_advisory_unlock_all() IS NOT NULL ELSE
-//	false END THEN 1 ELSE 0 END + CASE WHEN statement_timestamp() =
-//	transaction_timestamp() THEN 0 ELSE 2 END)
+//	SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN CASE WHEN
+//	pg_catalog.pg_advisory_unlock(42) THEN
+//	pg_catalog.pg_advisory_unlock_all() IS NOT NULL ELSE false END THEN 1
+//	ELSE 0 END + CASE WHEN pg_catalog.statement_timestamp() =
+//	pg_catalog.transaction_timestamp() THEN 0 ELSE 2 END)
 //
 // A function's arguments are evaluated once. CASE fixes the order: the
 // key's own release decides the answer before anything else is released.
@@ -208,14 +224,14 @@ func Unlock(shared bool, keys ...Key) string {
 func EndScope(shared, all bool, key Key) string {
 	held := call(unlockFn(shared), key)
 	if all {
-		held = "CASE WHEN " + held + " THEN pg_advisory_unlock_all() IS NOT NULL ELSE false END"
+		held = "CASE WHEN " + held + " THEN pg_catalog.pg_advisory_unlock_all() IS NOT NULL ELSE false END"
 	}
-	return "SELECT 1 FROM generate_series(1, CASE WHEN " + held + " THEN 1 ELSE 0 END + " +
-		"CASE WHEN statement_timestamp() = transaction_timestamp() THEN 0 ELSE 2 END)"
+	return "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN " + held + " THEN 1 ELSE 0 END + " +
+		"CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 2 END)"
 }
 
 // UnlockAll releases every session lock the session holds.
-const UnlockAll = "SELECT pg_advisory_unlock_all()"
+const UnlockAll = "SELECT pg_catalog.pg_advisory_unlock_all()"
 
 // perKey builds a statement with one row per key: the bigint keys as a
 // VALUES list named k(k), the pair keys as one named p(a,b), each after its

@@ -15,27 +15,27 @@ func TestStatements(t *testing.T) {
 	tests := []struct {
 		name, got, want string
 	}{
-		{"Lock", sqltext.Lock(false, false, big), "SELECT pg_advisory_lock(-9223372036854775808)"},
-		{"XactLockShared", sqltext.Lock(true, true, pair), "SELECT pg_advisory_xact_lock_shared(-2147483648,7)"},
+		{"Lock", sqltext.Lock(false, false, big), "SELECT pg_catalog.pg_advisory_lock(-9223372036854775808)"},
+		{"XactLockShared", sqltext.Lock(true, true, pair), "SELECT pg_catalog.pg_advisory_xact_lock_shared(-2147483648,7)"},
 		{"LockMany", sqltext.Lock(false, false, big, sqltext.Key{Bigint: 1}, pair),
-			"SELECT pg_advisory_lock(k) FROM (VALUES (-9223372036854775808),(1)) AS k(k) " +
-				"UNION ALL SELECT pg_advisory_lock(a,b) FROM (VALUES (-2147483648,7)) AS p(a,b)"},
+			"SELECT pg_catalog.pg_advisory_lock(k) FROM (VALUES (-9223372036854775808),(1)) AS k(k) " +
+				"UNION ALL SELECT pg_catalog.pg_advisory_lock(a,b) FROM (VALUES (-2147483648,7)) AS p(a,b)"},
 		{"LockManyPairsOnly", sqltext.Lock(true, false, pair, pair),
-			"SELECT pg_advisory_xact_lock(a,b) FROM (VALUES (-2147483648,7),(-2147483648,7)) AS p(a,b)"},
-		{"TryLock", sqltext.TryLock(true, false, big), "SELECT 1 WHERE pg_try_advisory_xact_lock(-9223372036854775808)"},
+			"SELECT pg_catalog.pg_advisory_xact_lock(a,b) FROM (VALUES (-2147483648,7),(-2147483648,7)) AS p(a,b)"},
+		{"TryLock", sqltext.TryLock(true, false, big), "SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(-9223372036854775808)"},
 		{"LockTimeout", sqltext.LockTimeout(false, true, pair, 250),
-			"SELECT set_config('lock_timeout', t.prev, true) FROM (SELECT current_setting('lock_timeout') AS prev, " +
-				"set_config('lock_timeout', '250', true), pg_advisory_lock_shared(-2147483648,7) OFFSET 0) AS t"},
-		{"Unlock", sqltext.Unlock(true, pair), "SELECT 1 WHERE pg_advisory_unlock_shared(-2147483648,7)"},
+			"SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT pg_catalog.current_setting('lock_timeout') AS prev, " +
+				"pg_catalog.set_config('lock_timeout', '250', true), pg_catalog.pg_advisory_lock_shared(-2147483648,7) OFFSET 0) AS t"},
+		{"Unlock", sqltext.Unlock(true, pair), "SELECT 1 WHERE pg_catalog.pg_advisory_unlock_shared(-2147483648,7)"},
 		{"UnlockMany", sqltext.Unlock(false, big, pair),
-			"SELECT 1 FROM (VALUES (-9223372036854775808)) AS k(k) WHERE pg_advisory_unlock(k) " +
-				"UNION ALL SELECT 1 FROM (VALUES (-2147483648,7)) AS p(a,b) WHERE pg_advisory_unlock(a,b)"},
+			"SELECT 1 FROM (VALUES (-9223372036854775808)) AS k(k) WHERE pg_catalog.pg_advisory_unlock(k) " +
+				"UNION ALL SELECT 1 FROM (VALUES (-2147483648,7)) AS p(a,b) WHERE pg_catalog.pg_advisory_unlock(a,b)"},
 		{"EndScopeAll", sqltext.EndScope(false, true, big),
-			"SELECT 1 FROM generate_series(1, CASE WHEN CASE WHEN pg_advisory_unlock(-9223372036854775808) THEN pg_advisory_unlock_all() IS NOT NULL ELSE false END THEN 1 ELSE 0 END + " +
-				"CASE WHEN statement_timestamp() = transaction_timestamp() THEN 0 ELSE 2 END)"},
+			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN CASE WHEN pg_catalog.pg_advisory_unlock(-9223372036854775808) THEN pg_catalog.pg_advisory_unlock_all() IS NOT NULL ELSE false END THEN 1 ELSE 0 END + " +
+				"CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 2 END)"},
 		{"EndScopeKey", sqltext.EndScope(true, false, pair),
-			"SELECT 1 FROM generate_series(1, CASE WHEN pg_advisory_unlock_shared(-2147483648,7) THEN 1 ELSE 0 END + " +
-				"CASE WHEN statement_timestamp() = transaction_timestamp() THEN 0 ELSE 2 END)"},
+			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_advisory_unlock_shared(-2147483648,7) THEN 1 ELSE 0 END + " +
+				"CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 2 END)"},
 		{"KeyString", big.String() + " " + pair.String(), "-9223372036854775808 -2147483648:7"},
 	}
 	for _, tt := range tests {
@@ -59,21 +59,21 @@ func TestStatementForms(t *testing.T) {
 		args []any
 	}{
 		{"LockInline", sqltext.LockStmt(sqltext.Inline, false, false, big), sqltext.Lock(false, false, big), nil},
-		{"LockParams", sqltext.LockStmt(sqltext.Params, false, false, big), "SELECT pg_advisory_lock($1)", []any{int64(math.MinInt64)}},
-		{"XactLockSharedParams", sqltext.LockStmt(sqltext.Params, true, true, pair), "SELECT pg_advisory_xact_lock_shared($1,$2)", []any{int32(math.MinInt32), int32(7)}},
+		{"LockParams", sqltext.LockStmt(sqltext.Params, false, false, big), "SELECT pg_catalog.pg_advisory_lock($1)", []any{int64(math.MinInt64)}},
+		{"XactLockSharedParams", sqltext.LockStmt(sqltext.Params, true, true, pair), "SELECT pg_catalog.pg_advisory_xact_lock_shared($1,$2)", []any{int32(math.MinInt32), int32(7)}},
 		{"TryLockInline", sqltext.TryLockStmt(sqltext.Inline, true, true, pair), sqltext.TryLock(true, true, pair), nil},
-		{"TryXactLockParams", sqltext.TryLockStmt(sqltext.Params, true, false, big), "SELECT 1 WHERE pg_try_advisory_xact_lock($1)", []any{int64(math.MinInt64)}},
+		{"TryXactLockParams", sqltext.TryLockStmt(sqltext.Params, true, false, big), "SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock($1)", []any{int64(math.MinInt64)}},
 		{"UnlockInline", sqltext.UnlockStmt(sqltext.Inline, false, big), sqltext.Unlock(false, big), nil},
-		{"UnlockSharedParams", sqltext.UnlockStmt(sqltext.Params, true, pair), "SELECT 1 WHERE pg_advisory_unlock_shared($1,$2)", []any{int32(math.MinInt32), int32(7)}},
+		{"UnlockSharedParams", sqltext.UnlockStmt(sqltext.Params, true, pair), "SELECT 1 WHERE pg_catalog.pg_advisory_unlock_shared($1,$2)", []any{int32(math.MinInt32), int32(7)}},
 		{"Plain", sqltext.Plain(sqltext.UnlockAll), sqltext.UnlockAll, nil},
 		{"LeaseStartInline", sqltext.LeaseStart(sqltext.Inline, false, big, false),
-			"SELECT pg_backend_pid(), pg_is_in_recovery(), EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() " +
-				"AND classid = 2147483648::int8::oid AND objid = 0::int8::oid AND objsubid = 1 AND mode = 'ExclusiveLock' AND granted), NULL::int8, " +
-				"set_config('pgadvisory.lease', floor(random() * 9007199254740992)::int8::text, false)::int8", nil},
+			"SELECT pg_catalog.pg_backend_pid(), pg_catalog.pg_is_in_recovery(), EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = pg_catalog.pg_backend_pid() " +
+				"AND classid = 2147483648::pg_catalog.int8::pg_catalog.oid AND objid = 0::pg_catalog.int8::pg_catalog.oid AND objsubid = 1 AND mode = 'ExclusiveLock' AND granted), NULL::pg_catalog.int8, " +
+				"pg_catalog.set_config('pgadvisory.lease', pg_catalog.floor(pg_catalog.random() * 9007199254740992)::pg_catalog.int8::pg_catalog.text, false)::pg_catalog.int8", nil},
 		{"LeaseStartParams", sqltext.LeaseStart(sqltext.Params, true, pair, false),
-			"SELECT pg_backend_pid(), pg_is_in_recovery(), EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() " +
-				"AND classid = $1::int8::oid AND objid = $2::int8::oid AND objsubid = 2 AND mode = 'ShareLock' AND granted), NULL::int8, " +
-				"set_config('pgadvisory.lease', floor(random() * 9007199254740992)::int8::text, false)::int8", []any{int64(2147483648), int64(7)}},
+			"SELECT pg_catalog.pg_backend_pid(), pg_catalog.pg_is_in_recovery(), EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = pg_catalog.pg_backend_pid() " +
+				"AND classid = $1::pg_catalog.int8::pg_catalog.oid AND objid = $2::pg_catalog.int8::pg_catalog.oid AND objsubid = 2 AND mode = 'ShareLock' AND granted), NULL::pg_catalog.int8, " +
+				"pg_catalog.set_config('pgadvisory.lease', pg_catalog.floor(pg_catalog.random() * 9007199254740992)::pg_catalog.int8::pg_catalog.text, false)::pg_catalog.int8", []any{int64(2147483648), int64(7)}},
 	}
 	for _, tt := range tests {
 		if tt.got.Query != tt.want {
