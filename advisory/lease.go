@@ -87,7 +87,7 @@ func Acquire(ctx context.Context, db *sql.DB, key Key, opts ...Option) (*Lease, 
 	}
 	l, err := acquireLease(ctx, db, key.sql(), &o)
 	if err != nil {
-		return nil, err
+		return nil, explainFencing(ctx, db, &o, err)
 	}
 	return &Lease{key: key, l: l}, nil
 }
@@ -114,7 +114,7 @@ func Watch(ctx context.Context, conn *sql.Conn, key Key, opts ...Option) (*Lease
 	}
 	l, err := scope.StartLease(ctx, conn, key.sql(), &o, scope.ConnForm(conn), true)
 	if err != nil {
-		return nil, err
+		return nil, explainFencing(ctx, nil, &o, err)
 	}
 	return &Lease{key: key, l: l}, nil
 }
@@ -200,8 +200,13 @@ func Heartbeat(d time.Duration) Option {
 
 // Fencing makes [Acquire] and [Watch] take a fencing token, [Lease.Token], in the same
 // statement that confirms the lock. Tokens come from the sequence
-// pgadvisory_fencing_token, which the first use creates (this needs CREATE
-// on the schema first in the search_path; later uses need USAGE and UPDATE
-// on the sequence). Sequences survive restarts, so tokens never go back.
-// The scoped helpers ignore it.
+// pgadvisory.fencing_token, one per database whatever the session's
+// search_path. The first token taken on a database creates the schema
+// pgadvisory and the sequence, which needs CREATE on the database;
+// later ones need USAGE on the schema and on the sequence. A role that
+// lacks one gets an error (the driver's, SQLSTATE 42501, wrapped) that
+// names the privilege and what an administrator can run instead. The
+// sequence starts after the greatest value of any pgadvisory_fencing_token,
+// the sequence of earlier releases, that the role may read. Sequences
+// survive restarts, so tokens never go back. The scoped helpers ignore it.
 func Fencing() Option { return func(o *scope.Options) { o.Fencing = true } }

@@ -65,7 +65,8 @@ import (
 // slots. When the table is full, Acquire fails with an error matching
 // [ErrLockTableFull]; the Locker and its other leases go on working.
 type Locker struct {
-	m *scope.Mux
+	m  *scope.Mux
+	db *sql.DB // for the privilege a fencing token lacks; see explainFencing
 }
 
 // MaxConns sets how many connections a [Locker] holds its leases on, at
@@ -98,7 +99,7 @@ func NewLocker(db *sql.DB, opts ...Option) (*Locker, error) {
 	if o.MaxConnsSet {
 		n = o.MaxConns
 	}
-	return &Locker{m: scope.NewMux(db, n, o.HeartbeatInterval(), o.Hooks)}, nil
+	return &Locker{m: scope.NewMux(db, n, o.HeartbeatInterval(), o.Hooks), db: db}, nil
 }
 
 // Acquire takes a session lock on key on one of the Locker's connections,
@@ -115,8 +116,9 @@ func NewLocker(db *sql.DB, opts ...Option) (*Locker, error) {
 // [ErrStandby], a connection found shared with other clients, as behind a
 // transaction pooler, [ErrSharedSession], and connections lost under the
 // acquisition three times in a row [ErrLockLost]. Any other error from
-// the server, such as a role that may not use the fencing sequence, comes
-// back as it is, and the connection goes on. On any error, nothing is
+// the server comes back as it is, and the connection goes on; a role that
+// may not use the fencing sequence gets the driver's error wrapped in one
+// that names the privilege, as [Fencing] says. On any error, nothing is
 // held.
 //
 // [Lease.Release] on the lease waits for its connection's turn even when
@@ -132,7 +134,7 @@ func (lk *Locker) Acquire(ctx context.Context, key Key, opts ...Option) (*Lease,
 	}
 	l, err := lk.m.Acquire(ctx, key.sql(), &o)
 	if err != nil {
-		return nil, err
+		return nil, explainFencing(ctx, lk.db, &o, err)
 	}
 	return &Lease{key: key, l: l}, nil
 }

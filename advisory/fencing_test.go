@@ -1,0 +1,109 @@
+package advisory
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"testing"
+
+	"github.com/DATA-DOG/go-sqlmock"
+
+	"github.com/pgadvisory/pgadvisory/internal/scope"
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+)
+
+// serverError is a driver's error with a SQLSTATE.
+type serverError string
+
+func (e serverError) Error() string    { return "driver: permission denied (SQLSTATE " + string(e) + ")" }
+func (e serverError) SQLState() string { return string(e) }
+
+// privileges is one answer of sqltext.FencingPrivileges.
+type privileges struct {
+	dbCreate, schema, schemaUsage, schemaCreate, seq, seqUsage bool
+}
+
+// TestExplainFencing checks the privilege that the error of a fenced
+// acquisition names, by what the server says the role lacks.
+func TestExplainFencing(t *testing.T) {
+	t.Parallel()
+	const lease = "advisory: lease 42: "
+	const driverErr = ": driver: permission denied (SQLSTATE 42501)"
+	tests := []struct {
+		name    string
+		op      string
+		code    string
+		fencing bool
+		noDB    bool
+		ask     *privileges // nil: the question fails
+		want    string
+	}{
+		{name: "CannotCreateSchema", op: "lease", code: "42501", fencing: true, ask: &privileges{},
+			want: lease + "fencing: the role cannot create schema pgadvisory: it needs CREATE on the database, " +
+				"or an administrator can run: CREATE SCHEMA pgadvisory; CREATE SEQUENCE pgadvisory.fencing_token; " +
+				"GRANT USAGE ON SCHEMA pgadvisory TO alice; GRANT USAGE ON SEQUENCE pgadvisory.fencing_token TO alice" + driverErr},
+		{name: "NoSchemaUsage", op: "lease", code: "42501", fencing: true,
+			ask:  &privileges{dbCreate: true, schema: true, seq: true},
+			want: lease + "fencing: the role lacks USAGE on schema pgadvisory: an administrator can run: GRANT USAGE ON SCHEMA pgadvisory TO alice" + driverErr},
+		{name: "CannotCreateSequence", op: "lease", code: "42501", fencing: true,
+			ask: &privileges{schema: true, schemaUsage: true, schemaCreate: true},
+			want: lease + "fencing: the role cannot create sequence pgadvisory.fencing_token: it needs CREATE on the database, " +
+				"or an administrator can run: CREATE SEQUENCE pgadvisory.fencing_token; GRANT USAGE ON SEQUENCE pgadvisory.fencing_token TO alice" + driverErr},
+		{name: "CannotCreateInSchema", op: "lease", code: "42501", fencing: true,
+			ask: &privileges{dbCreate: true, schema: true, schemaUsage: true},
+			want: lease + "fencing: the role cannot create sequence pgadvisory.fencing_token: it needs CREATE on schema pgadvisory, " +
+				"or an administrator can run: CREATE SEQUENCE pgadvisory.fencing_token; GRANT USAGE ON SEQUENCE pgadvisory.fencing_token TO alice" + driverErr},
+		{name: "NoSequenceUsage", op: "try lock", code: "42501", fencing: true,
+			ask: &privileges{schema: true, schemaUsage: true, seq: true},
+			want: "advisory: try lock 42: fencing: the role lacks USAGE on sequence pgadvisory.fencing_token: an administrator can run: " +
+				"GRANT USAGE ON SEQUENCE pgadvisory.fencing_token TO alice" + driverErr},
+		{name: "NothingMissing", op: "lease", code: "42501", fencing: true,
+			ask:  &privileges{dbCreate: true, schema: true, schemaUsage: true, schemaCreate: true, seq: true, seqUsage: true},
+			want: lease + "driver: permission denied (SQLSTATE 42501)"},
+		{name: "QuestionFails", op: "lease", code: "42501", fencing: true,
+			want: lease + "driver: permission denied (SQLSTATE 42501)"},
+		{name: "NoDB", op: "lease", code: "42501", fencing: true, noDB: true,
+			want: lease + "fencing: " + fencingPrivilegesNeeded + driverErr},
+		{name: "NoDBNotTheStart", op: "lock", code: "42501", fencing: true, noDB: true,
+			want: "advisory: lock 42: driver: permission denied (SQLSTATE 42501)"},
+		{name: "WithoutFencing", op: "lease", code: "42501", noDB: true,
+			want: lease + "driver: permission denied (SQLSTATE 42501)"},
+		{name: "OtherError", op: "lease", code: "42P01", fencing: true, noDB: true,
+			want: lease + "driver: permission denied (SQLSTATE 42P01)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			db, m, err := sqlmock.New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = db.Close() })
+			q := m.ExpectQuery(regexp.QuoteMeta(sqltext.FencingPrivileges))
+			if p := tt.ask; p != nil {
+				q.WillReturnRows(sqlmock.NewRows([]string{"role", "db", "schema", "usage", "create", "seq", "seq_usage"}).
+					AddRow("alice", p.dbCreate, p.schema, p.schemaUsage, p.schemaCreate, p.seq, p.seqUsage))
+			} else {
+				q.WillReturnError(errors.New("connection reset"))
+			}
+			asked := db
+			if tt.noDB {
+				asked = nil
+			}
+			cause := serverError(tt.code)
+			got := explainFencing(context.Background(), asked, &scope.Options{Fencing: tt.fencing},
+				&scope.OpError{Op: tt.op, Keys: "42", Err: cause})
+			if got.Error() != tt.want {
+				t.Errorf("\n got %s\nwant %s", got, tt.want)
+			}
+			var se serverError
+			if !errors.As(got, &se) || se != cause {
+				t.Errorf("the driver's error is not reachable from %v", got)
+			}
+			asks := !tt.noDB && tt.fencing && tt.code == "42501"
+			if err := m.ExpectationsWereMet(); asks && err != nil {
+				t.Errorf("the privileges were not asked: %v", err)
+			}
+		})
+	}
+}
