@@ -10,9 +10,16 @@ import (
 )
 
 // DefaultTable is the processed-operations table that [Run], [Setup] and
-// [Purge] use when no [Table] option names another. It is created in the
-// first schema of the caller's search_path.
-const DefaultTable = "pgadvisory_idempotency"
+// [Purge] use when no [Table] option names another. It is in schema
+// pgadvisory, which holds the library's own objects whatever the
+// session's search_path; creating the table creates the schema when it is
+// missing, which needs CREATE on the database.
+const DefaultTable = "pgadvisory.idempotency"
+
+// legacyTable is the processed-operations table of releases before
+// [DefaultTable], which they created in the first schema of the caller's
+// search_path.
+const legacyTable = "pgadvisory_idempotency"
 
 // DefaultNamespace is the first half of the lock key of every operation
 // when no [Namespace] option names another: operation k is locked on
@@ -38,7 +45,8 @@ type options struct {
 // digits, underscores and dollar signs, not starting with a digit, of at
 // most 63 bytes; anything else is an error matching [ErrBadOption]. The
 // name is quoted as written, so "Ops" and "ops" are two tables; prefer
-// lower case.
+// lower case. A name without a schema resolves through the session's
+// search_path: name the schema unless every caller has the same one.
 func Table(name string) Option { return func(o *options) { o.table = name } }
 
 // Namespace makes [Run] lock operation k on advisory.NameKey(id, k)

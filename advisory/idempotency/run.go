@@ -151,8 +151,8 @@ func Run(ctx context.Context, db *sql.DB, key string, fn Func, opts ...Option) (
 	}
 
 	res, found, err := lookup(ctx, db, table, key)
-	if sqlState(err) == undefinedTable && !o.noCreate {
-		if err = setup(ctx, db, &o, table); err != nil {
+	if code := sqlState(err); (code == undefinedTable || code == undefinedSchema) && !o.noCreate {
+		if err = setup(ctx, db, &o, table, o.table == DefaultTable); err != nil {
 			return Result{}, err
 		}
 		res, found, err = lookup(ctx, db, table, key)

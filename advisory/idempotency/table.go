@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/ownschema"
 )
 
 // identRE matches an identifier that is safe to quote as is.
@@ -47,14 +48,14 @@ func indexName(table string) string {
 // parameter.
 const (
 	createSQL = `CREATE TABLE IF NOT EXISTS %[1]s (` +
-		`key text PRIMARY KEY, ` +
-		`result bytea, ` +
-		`created_at timestamptz NOT NULL DEFAULT now())`
+		`key pg_catalog.text PRIMARY KEY, ` +
+		`result pg_catalog.bytea, ` +
+		`created_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now())`
 	createIndexSQL = `CREATE INDEX IF NOT EXISTS %[2]s ON %[1]s (created_at)`
-	probeSQL       = `SELECT to_regclass($1) IS NOT NULL`
+	probeSQL       = `SELECT pg_catalog.to_regclass($1) IS NOT NULL`
 	selectSQL      = `SELECT result, created_at FROM %[1]s WHERE key = $1`
 	insertSQL      = `INSERT INTO %[1]s (key, result) VALUES ($1, $2) RETURNING created_at`
-	purgeSQL       = `DELETE FROM %[1]s WHERE created_at < now() - make_interval(secs => $1)`
+	purgeSQL       = `DELETE FROM %[1]s WHERE created_at < pg_catalog.now() - pg_catalog.make_interval(secs => $1)`
 )
 
 // setupKey is the lock that serialises the creation of the tables: a name
@@ -66,8 +67,9 @@ func setupKey(ns int32) advisory.Key { return advisory.NameKey(ns, "\x00setup") 
 // [Table] names, and its index on created_at, if they are missing. [Run]
 // does this itself the first time it finds the table missing, unless
 // [NoCreate] says otherwise; call Setup from a migration, with a role that
-// has the CREATE privilege on the schema, when the roles that call Run do
-// not.
+// has the CREATE privilege on the schema (and, for [DefaultTable] when
+// schema pgadvisory is missing, on the database), when the roles that
+// call Run do not.
 //
 // The table is
 //
@@ -82,6 +84,12 @@ func setupKey(ns int32) advisory.Key { return advisory.NameKey(ns, "\x00setup") 
 // that processes creating the table at once take turns. It looks the
 // table up before creating it, so that a role without CREATE succeeds
 // when the table exists.
+//
+// Setup does not create [DefaultTable] while a table named
+// pgadvisory_idempotency, the default of earlier releases, exists in any
+// schema: its records would be ignored, and the operations they record
+// run again. It returns an error that says how to move that table into
+// schema pgadvisory, or to keep using it with [Table].
 func Setup(ctx context.Context, db *sql.DB, opts ...Option) error {
 	if db == nil {
 		return errNilDB
@@ -90,10 +98,12 @@ func Setup(ctx context.Context, db *sql.DB, opts ...Option) error {
 	if err != nil {
 		return err
 	}
-	return setup(ctx, db, &o, table)
+	return setup(ctx, db, &o, table, o.table == DefaultTable)
 }
 
-func setup(ctx context.Context, db *sql.DB, o *options, table string) error {
+// setup creates the quoted table, which is DefaultTable when byDefault, if
+// it is missing.
+func setup(ctx context.Context, db *sql.DB, o *options, table string, byDefault bool) error {
 	err := advisory.WithXactLock(ctx, db, setupKey(o.ns), func(ctx context.Context, tx *sql.Tx) error {
 		var exists bool
 		if err := tx.QueryRowContext(ctx, probeSQL, table).Scan(&exists); err != nil {
@@ -101,6 +111,20 @@ func setup(ctx context.Context, db *sql.DB, o *options, table string) error {
 		}
 		if exists {
 			return nil
+		}
+		if byDefault {
+			schemas, err := ownschema.Legacy(ctx, tx, legacyTable)
+			if err != nil {
+				return err
+			}
+			if len(schemas) > 0 {
+				return ownschema.LegacyError(legacyTable, schemas, DefaultTable, "idempotency.Table")
+			}
+		}
+		if ownschema.Holds(table) {
+			if err := ownschema.Ensure(ctx, tx); err != nil {
+				return err
+			}
 		}
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf(createSQL, table)); err != nil {
 			return fmt.Errorf("create table: %w", err)
@@ -157,9 +181,11 @@ func sqlState(err error) string {
 	return ""
 }
 
-// The SQLSTATEs Run reacts to.
+// The SQLSTATEs Run reacts to. A table in a schema that does not exist
+// is 3F000 on PostgreSQL 15, 42P01 on later releases.
 const (
 	undefinedTable  = "42P01"
+	undefinedSchema = "3F000"
 	uniqueViolation = "23505"
 )
 

@@ -158,20 +158,23 @@ func AllDatabases() Option {
 // reads waitstart through to_jsonb, which yields NULL on servers older than
 // PostgreSQL 14, where pg_locks has no such column. %s is one of the
 // filters below.
-const inspectSQL = `SELECT l.classid::int8, l.objid::int8, l.objsubid::int4, l.mode, l.granted, ` +
-	`l.pid, d.datname::text, a.application_name, a.usename::text, host(a.client_addr), a.state, ` +
+//
+// Every function, relation and type it names is qualified with
+// pg_catalog, so that the caller's search_path cannot redirect it.
+const inspectSQL = `SELECT l.classid::pg_catalog.int8, l.objid::pg_catalog.int8, l.objsubid::pg_catalog.int4, l.mode, l.granted, ` +
+	`l.pid, d.datname::pg_catalog.text, a.application_name, a.usename::pg_catalog.text, pg_catalog.host(a.client_addr), a.state, ` +
 	`NULLIF(a.query, '<insufficient privilege>'), a.xact_start, a.state_change, w.waitstart, ` +
-	`extract(epoch FROM clock_timestamp() - w.waitstart)::float8, ` +
-	`CASE WHEN NOT l.granted THEN pg_blocking_pids(l.pid)::text END ` +
-	`FROM pg_locks l ` +
-	`CROSS JOIN LATERAL (SELECT (to_jsonb(l) ->> 'waitstart')::timestamptz AS waitstart) w ` +
-	`LEFT JOIN pg_database d ON d.oid = l.database ` +
-	`LEFT JOIN pg_stat_activity a ON a.pid = l.pid ` +
+	`extract(epoch FROM pg_catalog.clock_timestamp() - w.waitstart)::pg_catalog.float8, ` +
+	`CASE WHEN NOT l.granted THEN pg_catalog.pg_blocking_pids(l.pid)::pg_catalog.text END ` +
+	`FROM pg_catalog.pg_locks l ` +
+	`CROSS JOIN LATERAL (SELECT (pg_catalog.to_jsonb(l) ->> 'waitstart')::pg_catalog.timestamptz AS waitstart) w ` +
+	`LEFT JOIN pg_catalog.pg_database d ON d.oid = l.database ` +
+	`LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid ` +
 	`WHERE l.locktype = 'advisory'%s`
 
 // The filters of inspectSQL.
 const (
-	inspectThisDB = ` AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())`
+	inspectThisDB = ` AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())`
 	inspectAllDBs = ``
 )
 

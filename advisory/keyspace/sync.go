@@ -12,12 +12,19 @@ import (
 	"strings"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/ownschema"
 )
 
 // DefaultTable is the dictionary table [Registry.Sync] writes when no
-// [Table] option names another. It is created in the first schema of the
-// caller's search_path.
-const DefaultTable = "pgadvisory_namespaces"
+// [Table] option names another. It is in schema pgadvisory, which holds
+// the library's own objects whatever the session's search_path; Sync
+// creates the schema when it creates the table and finds the schema
+// missing, which needs CREATE on the database.
+const DefaultTable = "pgadvisory.namespaces"
+
+// legacyTable is the dictionary table of releases before [DefaultTable],
+// which they created in the first schema of the caller's search_path.
+const legacyTable = "pgadvisory_namespaces"
 
 // An Option changes what [Registry.Sync] writes.
 type Option func(*options)
@@ -32,7 +39,9 @@ type options struct {
 // "schema.table", instead of [DefaultTable]. Each part must be an
 // identifier of letters, digits, underscores and dollar signs, not starting
 // with a digit, of at most 63 bytes. The name is quoted as written, so
-// "Locks" and "locks" are two tables; prefer lower case.
+// "Locks" and "locks" are two tables; prefer lower case. A name without a
+// schema resolves through the session's search_path: name the schema
+// unless every service that syncs has the same one.
 func Table(name string) Option { return func(o *options) { o.table = name } }
 
 // RegisteredBy sets what [Registry.Sync] records as registered_by, the
@@ -72,15 +81,15 @@ func quoteTable(name string) (string, error) {
 const (
 	syncCreateSQL = `CREATE TABLE IF NOT EXISTS %[1]s (` +
 		`id integer PRIMARY KEY, ` +
-		`name text NOT NULL UNIQUE CHECK (name <> ''), ` +
-		`owner text NOT NULL DEFAULT '', ` +
-		`doc text NOT NULL DEFAULT '', ` +
-		`registered_by text NOT NULL DEFAULT '', ` +
-		`updated_at timestamptz NOT NULL DEFAULT now())`
-	syncProbeSQL  = `SELECT to_regclass($1) IS NOT NULL, current_setting('application_name')`
+		`name pg_catalog.text NOT NULL UNIQUE CHECK (name <> ''), ` +
+		`owner pg_catalog.text NOT NULL DEFAULT '', ` +
+		`doc pg_catalog.text NOT NULL DEFAULT '', ` +
+		`registered_by pg_catalog.text NOT NULL DEFAULT '', ` +
+		`updated_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now())`
+	syncProbeSQL  = `SELECT pg_catalog.to_regclass($1) IS NOT NULL, pg_catalog.current_setting('application_name')`
 	syncSelectSQL = `SELECT id, name, owner, doc, registered_by FROM %[1]s`
 	syncInsertSQL = `INSERT INTO %[1]s (id, name, owner, doc, registered_by) VALUES ($1, $2, $3, $4, $5)`
-	syncUpdateSQL = `UPDATE %[1]s SET owner = $3, doc = $4, updated_at = now() ` +
+	syncUpdateSQL = `UPDATE %[1]s SET owner = $3, doc = $4, updated_at = pg_catalog.now() ` +
 		`WHERE id = $1 AND name = $2 AND registered_by = $5`
 )
 
@@ -100,7 +109,12 @@ type row struct {
 // with the columns id, name, owner, doc, registered_by and updated_at, and
 // writes a row for each registered namespace and one for the library's own
 // namespace. Once the table exists, Sync needs only SELECT, INSERT and
-// UPDATE on it.
+// UPDATE on it (and USAGE on its schema).
+//
+// Sync does not create [DefaultTable] while a table named
+// pgadvisory_namespaces, the default of earlier releases, exists in any
+// schema: it returns an error that says how to move that table into
+// schema pgadvisory, or to keep using it with [Table].
 //
 // Sync runs in one READ COMMITTED transaction that first takes a
 // transaction lock on advisory.PairKey([ReservedMinID], 1), so that processes
@@ -130,7 +144,7 @@ func (r *Registry) Sync(ctx context.Context, db *sql.DB, opts ...Option) error {
 	}
 	mine := append([]advisory.Namespace{libraryNamespace}, r.Namespaces()...)
 	err = advisory.WithXactLock(ctx, db, syncKey, func(ctx context.Context, tx *sql.Tx) error {
-		return syncTx(ctx, tx, table, o.registeredBy, mine)
+		return syncTx(ctx, tx, table, o.table == DefaultTable, o.registeredBy, mine)
 	}, advisory.TxOptions(&sql.TxOptions{Isolation: sql.LevelReadCommitted}))
 	if err != nil {
 		return fmt.Errorf("keyspace: sync namespaces to %s: %w", table, err)
@@ -138,8 +152,9 @@ func (r *Registry) Sync(ctx context.Context, db *sql.DB, opts ...Option) error {
 	return nil
 }
 
-// syncTx does the work of Sync in tx, which holds the sync lock.
-func syncTx(ctx context.Context, tx *sql.Tx, table, by string, mine []advisory.Namespace) error {
+// syncTx does the work of Sync in tx, which holds the sync lock, on the
+// quoted table, which is DefaultTable when byDefault.
+func syncTx(ctx context.Context, tx *sql.Tx, table string, byDefault bool, by string, mine []advisory.Namespace) error {
 	// Create the table only when it is missing: CREATE TABLE IF NOT
 	// EXISTS needs the CREATE privilege on the schema even when the table
 	// exists, which a service's role may well lack.
@@ -149,6 +164,9 @@ func syncTx(ctx context.Context, tx *sql.Tx, table, by string, mine []advisory.N
 		return fmt.Errorf("look for the table: %w", err)
 	}
 	if !exists {
+		if err := prepareCreate(ctx, tx, table, byDefault); err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf(syncCreateSQL, table)); err != nil {
 			return fmt.Errorf("create table: %w", err)
 		}
@@ -199,6 +217,25 @@ func syncTx(ctx context.Context, tx *sql.Tx, table, by string, mine []advisory.N
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf(stmt, table), ns.ID, ns.Name, ns.Owner, ns.Doc, nsBy); err != nil {
 			return fmt.Errorf("write namespace %s: %w", describe(ns), err)
 		}
+	}
+	return nil
+}
+
+// prepareCreate readies tx to create the quoted table: it refuses to
+// create DefaultTable (when byDefault) beside an earlier release's, and
+// creates schema pgadvisory when the table goes there and it is missing.
+func prepareCreate(ctx context.Context, tx *sql.Tx, table string, byDefault bool) error {
+	if byDefault {
+		schemas, err := ownschema.Legacy(ctx, tx, legacyTable)
+		if err != nil {
+			return err
+		}
+		if len(schemas) > 0 {
+			return ownschema.LegacyError(legacyTable, schemas, DefaultTable, "keyspace.Table")
+		}
+	}
+	if ownschema.Holds(table) {
+		return ownschema.Ensure(ctx, tx)
 	}
 	return nil
 }

@@ -12,22 +12,31 @@ import (
 	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/advisory/keyspace"
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 	"github.com/pgadvisory/pgadvisory/mock"
 )
 
 // The statements Sync sends for the default table.
 const (
 	syncLock   = "SELECT pg_catalog.pg_advisory_xact_lock(-2147483648,1)"
-	syncCreate = `CREATE TABLE IF NOT EXISTS "pgadvisory_namespaces" (id integer PRIMARY KEY, ` +
-		`name text NOT NULL UNIQUE CHECK (name <> ''), owner text NOT NULL DEFAULT '', ` +
-		`doc text NOT NULL DEFAULT '', registered_by text NOT NULL DEFAULT '', ` +
-		`updated_at timestamptz NOT NULL DEFAULT now())`
-	syncProbe  = `SELECT to_regclass($1) IS NOT NULL, current_setting('application_name')`
-	syncSelect = `SELECT id, name, owner, doc, registered_by FROM "pgadvisory_namespaces"`
-	syncInsert = `INSERT INTO "pgadvisory_namespaces" (id, name, owner, doc, registered_by) VALUES ($1, $2, $3, $4, $5)`
-	syncUpdate = `UPDATE "pgadvisory_namespaces" SET owner = $3, doc = $4, updated_at = now() ` +
+	syncCreate = `CREATE TABLE IF NOT EXISTS "pgadvisory"."namespaces" (id integer PRIMARY KEY, ` +
+		`name pg_catalog.text NOT NULL UNIQUE CHECK (name <> ''), owner pg_catalog.text NOT NULL DEFAULT '', ` +
+		`doc pg_catalog.text NOT NULL DEFAULT '', registered_by pg_catalog.text NOT NULL DEFAULT '', ` +
+		`updated_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now())`
+	syncProbe  = `SELECT pg_catalog.to_regclass($1) IS NOT NULL, pg_catalog.current_setting('application_name')`
+	syncSelect = `SELECT id, name, owner, doc, registered_by FROM "pgadvisory"."namespaces"`
+	syncInsert = `INSERT INTO "pgadvisory"."namespaces" (id, name, owner, doc, registered_by) VALUES ($1, $2, $3, $4, $5)`
+	syncUpdate = `UPDATE "pgadvisory"."namespaces" SET owner = $3, doc = $4, updated_at = pg_catalog.now() ` +
 		`WHERE id = $1 AND name = $2 AND registered_by = $5`
 )
+
+// syncExpectCreate expects Sync to make ready for creating the default
+// table: it looks for an earlier release's table, answering that none
+// exists, and for schema pgadvisory, answering that it exists.
+func syncExpectCreate(m sqlmock.Sqlmock) {
+	m.ExpectQuery(sqltext.TablesNamed).WithArgs("pgadvisory_namespaces").WillReturnRows(sqlmock.NewRows([]string{"nspname"}))
+	m.ExpectQuery(sqltext.SchemaExists).WillReturnRows(sqlmock.NewRows([]string{"exists"}).AddRow(true))
+}
 
 // syncLibraryRow is the row Sync keeps for the library's own namespace.
 var syncLibraryRow = []driver.Value{int64(-2147483648), "pgadvisory", "github.com/pgadvisory/pgadvisory",
@@ -59,7 +68,7 @@ func TestSync(t *testing.T) {
 	db, m := mock.New(t, exactSQL)
 	m.ExpectBegin()
 	m.ExpectExec(syncLock).WillReturnResult(rows(1))
-	syncExpectProbe(m, `"pgadvisory_namespaces"`, true, "svc-a")
+	syncExpectProbe(m, `"pgadvisory"."namespaces"`, true, "svc-a")
 	m.ExpectQuery(syncSelect).WillReturnRows(syncDictRows(
 		syncLibraryRow,
 		[]driver.Value{int64(7), "billing", "team-payments", "invoice runs", "svc-a"},
@@ -87,9 +96,9 @@ func TestSyncCreatesTable(t *testing.T) {
 	m.ExpectExec(`CREATE TABLE IF NOT EXISTS "ops"."lock_keys" (` + strings.SplitN(syncCreate, "(", 2)[1]).
 		WillReturnResult(rows(0))
 	m.ExpectQuery(`SELECT id, name, owner, doc, registered_by FROM "ops"."lock_keys"`).WillReturnRows(syncDictRows())
-	m.ExpectExec(strings.Replace(syncInsert, `"pgadvisory_namespaces"`, `"ops"."lock_keys"`, 1)).
+	m.ExpectExec(strings.Replace(syncInsert, `"pgadvisory"."namespaces"`, `"ops"."lock_keys"`, 1)).
 		WithArgs(syncLibraryRow...).WillReturnResult(rows(1))
-	m.ExpectExec(strings.Replace(syncInsert, `"pgadvisory_namespaces"`, `"ops"."lock_keys"`, 1)).
+	m.ExpectExec(strings.Replace(syncInsert, `"pgadvisory"."namespaces"`, `"ops"."lock_keys"`, 1)).
 		WithArgs(int64(7), "billing", "team-payments", "invoice runs", "billing-api").WillReturnResult(rows(1))
 	m.ExpectCommit()
 
@@ -109,7 +118,7 @@ func TestSyncConflicts(t *testing.T) {
 	db, m := mock.New(t, exactSQL)
 	m.ExpectBegin()
 	m.ExpectExec(syncLock).WillReturnResult(rows(1))
-	syncExpectProbe(m, `"pgadvisory_namespaces"`, true, "")
+	syncExpectProbe(m, `"pgadvisory"."namespaces"`, true, "")
 	m.ExpectQuery(syncSelect).WillReturnRows(syncDictRows(
 		syncLibraryRow,
 		[]driver.Value{int64(7), "invoices", "team-ledger", "", "ledger-svc"},
@@ -121,7 +130,7 @@ func TestSyncConflicts(t *testing.T) {
 	if !errors.Is(err, keyspace.ErrConflict) {
 		t.Fatalf("Sync = %v, want ErrConflict", err)
 	}
-	want := `keyspace: sync namespaces to "pgadvisory_namespaces": 2 namespace conflicts:` +
+	want := `keyspace: sync namespaces to "pgadvisory"."namespaces": 2 namespace conflicts:` +
 		"\n\t" + `ID 7 is already 7 "invoices" (owner team-ledger), registered by "ledger-svc"; cannot register 7 "billing" (owner team-payments)` +
 		"\n\t" + `name "payments" is already 80 "payments" (owner team-psp), registered by "psp-svc"; cannot register 8 "payments" (owner team-payments)`
 	if err.Error() != want {
@@ -139,7 +148,7 @@ func TestSyncLibraryRowTaken(t *testing.T) {
 	db, m := mock.New(t, exactSQL)
 	m.ExpectBegin()
 	m.ExpectExec(syncLock).WillReturnResult(rows(1))
-	syncExpectProbe(m, `"pgadvisory_namespaces"`, true, "")
+	syncExpectProbe(m, `"pgadvisory"."namespaces"`, true, "")
 	m.ExpectQuery(syncSelect).WillReturnRows(syncDictRows(
 		[]driver.Value{int64(-2147483648), "squatter", "", "", "someone"},
 	))
@@ -176,25 +185,38 @@ func TestSyncErrors(t *testing.T) {
 			m.ExpectExec(syncLock).WillReturnResult(rows(1))
 			m.ExpectQuery(syncProbe).WillReturnError(errDriver)
 			m.ExpectRollback()
-		}, wantErr: errDriver, wantMsg: `keyspace: sync namespaces to "pgadvisory_namespaces": look for the table: connection reset`},
+		}, wantErr: errDriver, wantMsg: `keyspace: sync namespaces to "pgadvisory"."namespaces": look for the table: connection reset`},
 		{name: "CreateFails", expect: func(m sqlmock.Sqlmock) {
 			m.ExpectBegin()
 			m.ExpectExec(syncLock).WillReturnResult(rows(1))
-			syncExpectProbe(m, `"pgadvisory_namespaces"`, false, "app")
+			syncExpectProbe(m, `"pgadvisory"."namespaces"`, false, "app")
+			syncExpectCreate(m)
 			m.ExpectExec(syncCreate).WillReturnError(errDriver)
 			m.ExpectRollback()
-		}, wantErr: errDriver, wantMsg: `keyspace: sync namespaces to "pgadvisory_namespaces": create table: connection reset`},
+		}, wantErr: errDriver, wantMsg: `keyspace: sync namespaces to "pgadvisory"."namespaces": create table: connection reset`},
+		{name: "EarlierRelease", expect: func(m sqlmock.Sqlmock) {
+			m.ExpectBegin()
+			m.ExpectExec(syncLock).WillReturnResult(rows(1))
+			syncExpectProbe(m, `"pgadvisory"."namespaces"`, false, "app")
+			m.ExpectQuery(sqltext.TablesNamed).WithArgs("pgadvisory_namespaces").
+				WillReturnRows(sqlmock.NewRows([]string{"nspname"}).AddRow("public").AddRow("tenant"))
+			m.ExpectRollback()
+		}, wantMsg: `keyspace: sync namespaces to "pgadvisory"."namespaces": pgadvisory_namespaces, the default table of an ` +
+			`earlier release, exists (in schema public, tenant) and pgadvisory.namespaces does not: move it with ` +
+			`CREATE SCHEMA IF NOT EXISTS pgadvisory; ALTER TABLE public.pgadvisory_namespaces SET SCHEMA pgadvisory; ` +
+			`ALTER TABLE pgadvisory.pgadvisory_namespaces RENAME TO namespaces; ` +
+			`or keep using it with keyspace.Table("public.pgadvisory_namespaces")`},
 		{name: "ReadFails", expect: func(m sqlmock.Sqlmock) {
 			m.ExpectBegin()
 			m.ExpectExec(syncLock).WillReturnResult(rows(1))
-			syncExpectProbe(m, `"pgadvisory_namespaces"`, true, "app")
+			syncExpectProbe(m, `"pgadvisory"."namespaces"`, true, "app")
 			m.ExpectQuery(syncSelect).WillReturnError(errDriver)
 			m.ExpectRollback()
 		}, wantErr: errDriver, wantMsg: "read table: connection reset"},
 		{name: "InsertFails", expect: func(m sqlmock.Sqlmock) {
 			m.ExpectBegin()
 			m.ExpectExec(syncLock).WillReturnResult(rows(1))
-			syncExpectProbe(m, `"pgadvisory_namespaces"`, true, "app")
+			syncExpectProbe(m, `"pgadvisory"."namespaces"`, true, "app")
 			m.ExpectQuery(syncSelect).WillReturnRows(syncDictRows())
 			m.ExpectExec(syncInsert).WillReturnError(&sqlState{"23505", "duplicate key"})
 			m.ExpectRollback()
@@ -239,7 +261,7 @@ func TestRegisteredByProgram(t *testing.T) {
 	db, m := mock.New(t, exactSQL)
 	m.ExpectBegin()
 	m.ExpectExec(syncLock).WillReturnResult(rows(1))
-	syncExpectProbe(m, `"pgadvisory_namespaces"`, true, "")
+	syncExpectProbe(m, `"pgadvisory"."namespaces"`, true, "")
 	m.ExpectQuery(syncSelect).WillReturnRows(syncDictRows(syncLibraryRow))
 	m.ExpectExec(syncInsert).WithArgs(int64(7), "billing", "team-payments", "invoice runs", filepath.Base(os.Args[0])).
 		WillReturnResult(rows(1))

@@ -42,12 +42,14 @@ func (i Info) String() string {
 }
 
 // currentQuery finds the session holding an exclusive advisory lock on one
-// key in the current database.
-const currentQuery = `SELECT l.pid, coalesce(a.application_name, ''), coalesce(a.usename::text, ''),
-	coalesce(host(a.client_addr), ''), a.backend_start
-FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+// key in the current database. Every function, relation and type it names
+// is qualified with pg_catalog, so that the caller's search_path cannot
+// redirect it.
+const currentQuery = `SELECT l.pid, coalesce(a.application_name, ''), coalesce(a.usename::pg_catalog.text, ''),
+	coalesce(pg_catalog.host(a.client_addr), ''), a.backend_start
+FROM pg_catalog.pg_locks l LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = l.pid
 WHERE l.locktype = 'advisory' AND l.granted AND l.mode = 'ExclusiveLock'
-  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND l.database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = pg_catalog.current_database())
   AND l.classid::bigint = $1 AND l.objid::bigint = $2 AND l.objsubid = $3
 LIMIT 1`
 

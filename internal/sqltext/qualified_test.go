@@ -88,7 +88,7 @@ var builders = []struct {
 	{"SlotTry", func(v variant) string { return sqltext.SlotTry(v.form, v.slots()).Query }},
 	{"CreateSchema", func(variant) string { return sqltext.CreateSchema }},
 	{"SchemaExists", func(variant) string { return sqltext.SchemaExists }},
-	{"RelationsNamed", func(variant) string { return sqltext.RelationsNamed }},
+	{"TablesNamed", func(variant) string { return sqltext.TablesNamed }},
 	{"CreateFencingSequence", func(variant) string { return sqltext.CreateFencingSequence }},
 	{"FencingPrivileges", func(variant) string { return sqltext.FencingPrivileges }},
 }

@@ -17,10 +17,10 @@ const CreateSchema = "CREATE SCHEMA IF NOT EXISTS " + Schema
 // privilege.
 const SchemaExists = "SELECT pg_catalog.to_regnamespace('" + Schema + "') IS NOT NULL"
 
-// RelationsNamed returns the schemas, in order, that hold a table (or a
-// sequence) named $1, whatever the search_path: it finds the objects that
-// earlier releases created in the first schema of the caller's
-// search_path.
-const RelationsNamed = "SELECT n.nspname::pg_catalog.text FROM pg_catalog.pg_class c " +
+// TablesNamed returns the schemas, in order, that hold a table named $1,
+// whatever the search_path: it finds the tables that earlier releases
+// created in the first schema of the caller's search_path. It reads the
+// catalogs, so it needs no privilege.
+const TablesNamed = "SELECT n.nspname::pg_catalog.text FROM pg_catalog.pg_class c " +
 	"JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace " +
-	"WHERE c.relname = $1 AND c.relkind IN ('r', 'p', 'S') ORDER BY 1"
+	"WHERE c.relname = $1 AND c.relkind IN ('r', 'p') ORDER BY 1"
