@@ -21,7 +21,18 @@ const connectTimeout = 10 * time.Second
 // database is an open pool and what must never be printed about it.
 type database struct {
 	*sql.DB
-	redact *redactor
+	redact   *redactor
+	sessions *sessions
+}
+
+// Close closes the pool, then waits, at most endTimeout, until the server
+// has ended every session whose connection is closed, so that a wait
+// interrupted just before pgadvisory exits is not left queued on the
+// server; see [sessions].
+func (d *database) Close() error {
+	err := d.DB.Close()
+	d.sessions.await(endTimeout)
+	return err
 }
 
 // openDB opens the database that dsn names: --dsn when given, else
@@ -29,7 +40,9 @@ type database struct {
 // variables (PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE, PGSSLMODE,
 // PGAPPNAME, PGSERVICE, ...), as psql does. appName becomes the session's
 // application_name unless the DSN or PGAPPNAME sets one. It checks that the
-// server answers. Every error it returns has passwords redacted.
+// server answers. Every session it opens has the server check, while a
+// statement runs, that pgadvisory is still connected (see checkInterval).
+// Every error it returns has passwords redacted.
 func openDB(ctx context.Context, e *env, dsn, appName string) (*database, error) {
 	if dsn == "" {
 		dsn = e.getenv("DATABASE_URL")
@@ -46,12 +59,13 @@ func openDB(ctx context.Context, e *env, dsn, appName string) (*database, error)
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = connectTimeout
 	}
-	db := stdlib.OpenDB(*cfg)
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
+	d := &database{redact: r, sessions: new(sessions)}
+	d.DB = stdlib.OpenDB(*cfg, stdlib.OptionAfterConnect(d.sessions.afterConnect))
+	if err := d.PingContext(ctx); err != nil {
+		d.Close()
 		return nil, r.err(err)
 	}
-	return &database{DB: db, redact: r}, nil
+	return d, nil
 }
 
 // A redactor removes passwords and connection strings from text meant for

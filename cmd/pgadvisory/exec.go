@@ -161,10 +161,16 @@ func acquire(ctx context.Context, e *env, cmd *command, f *execFlags, key *keyAr
 	case r := <-done:
 		return r.lease, r.db, r.code
 	case s := <-sigs:
+		// The wait ends when ctx does; the goroutine's db.Close then
+		// waits, within a bound, until the server has ended the
+		// session, so that no wait is left queued when the process
+		// exits.
 		cancel()
 		r := <-done
 		if r.lease != nil {
-			r.lease.Release(context.Background())
+			rctx, rcancel := context.WithTimeout(context.Background(), releaseTimeout)
+			r.lease.Release(rctx)
+			rcancel()
 			r.db.Close()
 		}
 		fmt.Fprintf(e.stderr, "pgadvisory %s: interrupted by %v while waiting for lock %s\n", cmd.name, s, describeKey(key))
@@ -186,7 +192,8 @@ func supervise(e *env, cmd *command, f *execFlags, lease *advisory.Lease, db *da
 	child.Env = append(e.environ(),
 		"PGADVISORY_KEY="+lease.Key().String(),
 		"PGADVISORY_TOKEN="+strconv.FormatInt(lease.Token(), 10))
-	if err := child.Start(); err != nil {
+	waited, err := startChild(child)
+	if err != nil {
 		release()
 		code := exitCannotRun
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
@@ -194,8 +201,6 @@ func supervise(e *env, cmd *command, f *execFlags, lease *advisory.Lease, db *da
 		}
 		return fail(e, cmd, code, "%v", err)
 	}
-	waited := make(chan error, 1)
-	go func() { waited <- child.Wait() }()
 
 	for {
 		select {

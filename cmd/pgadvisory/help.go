@@ -19,7 +19,12 @@ PGADVISORY_KEY, the key as a number or pair, and PGADVISORY_TOKEN, the lease's
 fencing token: it grows with each holder of the key, so a resource that
 records the highest token it has seen can refuse a holder that lost its lock.
 The signals pgadvisory receives (INT, TERM, HUP, QUIT, USR1, USR2, WINCH) are
-passed on to the command, and its exit code is pgadvisory's.
+passed on to the command, and its exit code is pgadvisory's. While
+pgadvisory still waits for the lock, a signal ends the wait: pgadvisory exits
+once the server has ended its session, so no wait is left behind. If
+pgadvisory is killed (SIGKILL), the server ends a waiting session within
+about a second (PostgreSQL 14 and later), and on Linux the command is killed
+with pgadvisory; elsewhere it runs on without the lock.
 
 If the lock is lost while the command runs (its session was terminated, the
 server restarted or stopped answering), pgadvisory says so and why, sends the
