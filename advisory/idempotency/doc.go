@@ -49,13 +49,16 @@
 //
 // # The table and its privileges
 //
-// The table is [DefaultTable], or the one [Table] names, with the columns
-// key (text, the primary key), result (bytea) and created_at (timestamptz),
-// and an index on created_at. Run creates it with [Setup] the first time it
-// finds it missing, which needs the CREATE privilege on the schema; a role
-// without it runs with [NoCreate] on a table that a migration made with
-// Setup. After that, Run needs SELECT and INSERT on the table, and [Purge]
-// DELETE.
+// The table is [DefaultTable], pgadvisory.idempotency, or the one [Table]
+// names, with the columns key (text, the primary key), result (bytea) and
+// created_at (timestamptz), and an index on created_at. The default is in
+// the schema pgadvisory, the same for every caller whatever its
+// search_path. Run creates it with [Setup] the first time it finds it
+// missing, which needs the CREATE privilege on the schema, and on the
+// database when the schema pgadvisory is missing too; a role without it
+// runs with [NoCreate] on a table that a migration made with Setup. After
+// that, Run needs SELECT and INSERT on the table (and USAGE on its
+// schema), and [Purge] DELETE.
 //
 // # Retention
 //

@@ -35,6 +35,8 @@
 //		log.Fatal(err) // names both sides of every conflict
 //	}
 //
-// Sync creates the table if it is missing, never deletes a row, and never
+// [DefaultTable] is pgadvisory.namespaces, in the schema pgadvisory, the
+// same for every service whatever its search_path. Sync creates the table
+// (and the schema) if it is missing, never deletes a row, and never
 // rewrites another service's row. See docs/keys.md.
 package keyspace
