@@ -91,23 +91,24 @@ func TestDeadlockIntegration(t *testing.T) {
 			pgWaitWaiting(t, tg.DB, pids[0], k[1])
 			go func() { results <- result{1, advisory.XactLock(ctx, txs[1], k[0])} }()
 
-			// The server fails one wait and aborts that transaction,
-			// which releases its locks at once, before any rollback: the
-			// other wait is granted.
-			first, second := <-results, <-results
-			loser, winner := first, second
-			if first.err == nil {
-				loser, winner = second, first
-			}
-			if !errors.Is(loser.err, advisory.ErrDeadlock) || winner.err != nil {
-				t.Fatalf("crossed XactLocks returned %v and %v; want one ErrDeadlock and one nil", first.err, second.err)
+			// The server fails one wait. It waited under a savepoint,
+			// so its transaction is aborted but keeps the lock it took
+			// before until it rolls back; then the other wait is
+			// granted.
+			loser := <-results
+			if !errors.Is(loser.err, advisory.ErrDeadlock) {
+				t.Fatalf("the first crossed XactLock to return returned %v; want ErrDeadlock", loser.err)
 			}
 			if code := pgSQLState(loser.err); code != "40P01" {
 				t.Errorf("driver error SQLSTATE %q; want 40P01 reachable with errors.As", code)
 			}
-			pgRequireNoLocks(t, tg.DB, pids[loser.i])
 			if err := txs[loser.i].Rollback(); err != nil {
 				t.Fatal(err)
+			}
+			pgRequireNoLocks(t, tg.DB, pids[loser.i])
+			winner := <-results
+			if winner.err != nil {
+				t.Fatalf("the other crossed XactLock returned %v; want nil", winner.err)
 			}
 			pgRequireHolds(t, tg.DB, pids[winner.i], k[0], false)
 			pgRequireHolds(t, tg.DB, pids[winner.i], k[1], false)

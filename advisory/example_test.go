@@ -52,10 +52,13 @@ func ExampleWithXactLock() {
 }
 
 // A session lock spans several transactions, such as a migration that runs
-// one step at a time; other callers wait up to five seconds.
+// one step at a time; other callers wait up to five seconds. Here the key
+// is busy at first: the wait goes on in slices of about a second, each a
+// statement of its own, and the first is granted.
 func ExampleWithSessionLock() {
 	db := exampleDB(func(m sqlmock.Sqlmock) {
-		m.ExpectExec(timeoutSQL("pg_catalog.pg_advisory_lock(1,1)", 5000)).WillReturnResult(sqlmock.NewResult(0, 1))
+		m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(1,1)").WillReturnResult(sqlmock.NewResult(0, 0))
+		m.ExpectExec(sessionSliceSQL(false, "1,1", 1100)).WillReturnResult(sqlmock.NewResult(0, 1))
 		m.ExpectExec(releaseSQL("pg_catalog.pg_advisory_unlock(1,1)")).WillReturnResult(sqlmock.NewResult(0, 1))
 	})
 	defer db.Close()
@@ -100,7 +103,7 @@ func ExampleTryXactLock() {
 // a key that was not held.
 func ExampleLock() {
 	db := exampleDB(func(m sqlmock.Sqlmock) {
-		m.ExpectExec("SELECT pg_catalog.pg_advisory_lock(42)").WillReturnResult(sqlmock.NewResult(0, 1))
+		m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)").WillReturnResult(sqlmock.NewResult(0, 1))
 		m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_advisory_unlock(42)").WillReturnResult(sqlmock.NewResult(0, 1))
 	})
 	defer db.Close()
@@ -131,7 +134,7 @@ func ExampleLock() {
 // deadlock.
 func ExampleLockKeys() {
 	db := exampleDB(func(m sqlmock.Sqlmock) {
-		m.ExpectExec("SELECT pg_catalog.pg_advisory_lock(k) FROM (VALUES (1),(2)) AS k(k)").WillReturnResult(sqlmock.NewResult(0, 1))
+		m.ExpectExec(sqlForKeys(advisory.Int64Key(1), advisory.Int64Key(2))).WillReturnResult(sqlmock.NewResult(0, 1))
 		m.ExpectExec("SELECT 1 FROM (VALUES (1),(2)) AS k(k) WHERE pg_catalog.pg_advisory_unlock(k)").
 			WillReturnResult(sqlmock.NewResult(0, 2))
 	})

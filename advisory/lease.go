@@ -137,8 +137,8 @@ func acquireOnce(ctx context.Context, db *sql.DB, key sqltext.Key, o *scope.Opti
 		return nil, scope.Fail(ctx, "connect", key.String(), err)
 	}
 	form := scope.ConnForm(conn)
-	op, stmt := o.LockStatement(form, false, key)
-	acquired, err := scope.AcquireWith(ctx, o.Observed(), conn, op, []sqltext.Key{key}, stmt)
+	op := o.LockOp(false)
+	acquired, err := scope.Take(ctx, o.Observed(), conn, op, []sqltext.Key{key}, o, form)
 	if err == nil && o.Try && !acquired {
 		err = scope.FailKind(op, key.String(), ErrNotAcquired, nil)
 	}

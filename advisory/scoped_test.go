@@ -18,9 +18,11 @@ import (
 func TestWithXactLock(t *testing.T) {
 	t.Parallel()
 	errWork := errors.New("work failed")
+	const try42 = "SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)"
 	tests := []struct {
 		name     string
 		opts     []advisory.Option
+		busy     bool // the try finds the key busy: the wait rolls back and waits in a new transaction
 		lockSQL  string
 		affected int64
 		lockErr  error
@@ -29,27 +31,33 @@ func TestWithXactLock(t *testing.T) {
 		wantErr  error
 		fnCalled bool
 	}{
-		{name: "Wait", lockSQL: "SELECT pg_catalog.pg_advisory_xact_lock(42)", affected: 1, commit: true, fnCalled: true},
-		{name: "Try", opts: []advisory.Option{advisory.Try()}, lockSQL: "SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)",
+		{name: "Wait", lockSQL: try42, affected: 1, commit: true, fnCalled: true},
+		{name: "WaitBusy", busy: true, lockSQL: xactSliceSQL("42", 1100), affected: 1, commit: true, fnCalled: true},
+		{name: "Try", opts: []advisory.Option{advisory.Try()}, lockSQL: try42,
 			affected: 1, commit: true, fnCalled: true},
-		{name: "TryBusy", opts: []advisory.Option{advisory.Try()}, lockSQL: "SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)",
+		{name: "TryBusy", opts: []advisory.Option{advisory.Try()}, lockSQL: try42,
 			affected: 0, wantErr: advisory.ErrNotAcquired},
 		{name: "TryShared", opts: []advisory.Option{advisory.Try(), advisory.Shared()},
 			lockSQL: "SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock_shared(42)", affected: 1, commit: true, fnCalled: true},
-		{name: "Timeout", opts: []advisory.Option{advisory.Timeout(1500 * time.Microsecond)},
-			lockSQL:  timeoutSQL("pg_catalog.pg_advisory_xact_lock(42)", 2),
+		{name: "Timeout", opts: []advisory.Option{advisory.Timeout(250 * time.Millisecond)}, busy: true,
+			lockSQL:  xactSliceSQL("42", 250),
 			affected: 1, commit: true, fnCalled: true},
-		{name: "TimeoutExpires", opts: []advisory.Option{advisory.Timeout(time.Second)},
-			lockSQL: timeoutSQL("pg_catalog.pg_advisory_xact_lock(42)", 1000),
+		{name: "TimeoutExpires", opts: []advisory.Option{advisory.Timeout(time.Second)}, busy: true,
+			lockSQL: xactSliceSQL("42", 1000),
 			lockErr: &sqlState{"55P03", "canceling statement due to lock timeout"}, wantErr: advisory.ErrLockTimeout},
-		{name: "FnFails", lockSQL: "SELECT pg_catalog.pg_advisory_xact_lock(42)", affected: 1, fnErr: errWork,
+		{name: "FnFails", lockSQL: try42, affected: 1, fnErr: errWork,
 			wantErr: errWork, fnCalled: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			db, m := mock.New(t, exactSQL)
+			db, m := mock.New(t, sliceSQL)
 			m.ExpectBegin()
+			if tt.busy {
+				m.ExpectExec(try42).WithoutArgs().WillReturnResult(rows(0))
+				m.ExpectRollback()
+				m.ExpectBegin()
+			}
 			e := m.ExpectExec(tt.lockSQL).WithoutArgs()
 			if tt.lockErr != nil {
 				e.WillReturnError(tt.lockErr)
@@ -89,7 +97,7 @@ func TestWithXactLockPanicRollsBack(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, exactSQL)
 	m.ExpectBegin()
-	m.ExpectExec("SELECT pg_catalog.pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
+	m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)").WillReturnResult(rows(1))
 	m.ExpectRollback()
 	defer func() {
 		if p := recover(); p != "boom" {
@@ -106,7 +114,7 @@ func TestWithXactLockCommitFails(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, exactSQL)
 	m.ExpectBegin()
-	m.ExpectExec("SELECT pg_catalog.pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
+	m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)").WillReturnResult(rows(1))
 	commitErr := &sqlState{"40001", "could not serialize access"}
 	m.ExpectCommit().WillReturnError(commitErr)
 	err := advisory.WithXactLock(context.Background(), db, k42, func(context.Context, *sql.Tx) error { return nil })
@@ -121,7 +129,7 @@ func TestWithXactLockCommitEarly(t *testing.T) {
 		t.Parallel()
 		db, m := mock.New(t, exactSQL)
 		m.ExpectBegin()
-		m.ExpectExec("SELECT pg_catalog.pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
+		m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)").WillReturnResult(rows(1))
 		m.ExpectCommit()
 		err := advisory.WithXactLock(context.Background(), db, k42, func(ctx context.Context, _ *sql.Tx) error {
 			if err := advisory.CommitEarly(ctx); err != nil {
@@ -137,7 +145,7 @@ func TestWithXactLockCommitEarly(t *testing.T) {
 		t.Parallel()
 		db, m := mock.New(t, exactSQL)
 		m.ExpectBegin()
-		m.ExpectExec("SELECT pg_catalog.pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
+		m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)").WillReturnResult(rows(1))
 		commitErr := &sqlState{"40001", "could not serialize access"}
 		m.ExpectCommit().WillReturnError(commitErr)
 		var early error
@@ -153,7 +161,7 @@ func TestWithXactLockCommitEarly(t *testing.T) {
 		t.Parallel()
 		db, m := mock.New(t, exactSQL)
 		m.ExpectBegin()
-		m.ExpectExec("SELECT pg_catalog.pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
+		m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)").WillReturnResult(rows(1))
 		m.ExpectRollback()
 		var early error
 		err := advisory.WithXactLock(context.Background(), db, k42, func(ctx context.Context, _ *sql.Tx) error {
@@ -168,7 +176,7 @@ func TestWithXactLockCommitEarly(t *testing.T) {
 		t.Parallel()
 		db, m := mock.New(t, exactSQL)
 		m.ExpectBegin()
-		m.ExpectExec("SELECT pg_catalog.pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
+		m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)").WillReturnResult(rows(1))
 		m.ExpectRollback()
 		ctx, cancel := context.WithCancel(context.Background())
 		err := advisory.WithXactLock(ctx, db, k42, func(context.Context, *sql.Tx) error {
@@ -203,7 +211,7 @@ func TestWithXactLockNeverGuessesTheOutcome(t *testing.T) {
 			t.Parallel()
 			db, m := mock.New(t, exactSQL)
 			m.ExpectBegin()
-			m.ExpectExec("SELECT pg_catalog.pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
+			m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)").WillReturnResult(rows(1))
 			if name == "RolledBack" {
 				m.ExpectRollback()
 			} else {
@@ -224,9 +232,9 @@ func TestScopedReturnFnErrorItself(t *testing.T) {
 	errWork := errors.New("work failed")
 	db, m := mock.New(t, exactSQL)
 	m.ExpectBegin()
-	m.ExpectExec("SELECT pg_catalog.pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
+	m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)").WillReturnResult(rows(1))
 	m.ExpectRollback()
-	m.ExpectExec("SELECT pg_catalog.pg_advisory_lock(42)").WillReturnResult(rows(1))
+	m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)").WillReturnResult(rows(1))
 	m.ExpectExec(releaseSQL("pg_catalog.pg_advisory_unlock(42)")).WillReturnResult(rows(1))
 	if err := advisory.WithXactLock(context.Background(), db, k42, func(context.Context, *sql.Tx) error { return errWork }); err != errWork {
 		t.Errorf("WithXactLock returned %#v, want fn's error itself", err)
@@ -239,9 +247,11 @@ func TestScopedReturnFnErrorItself(t *testing.T) {
 func TestWithSessionLock(t *testing.T) {
 	t.Parallel()
 	errWork := errors.New("work failed")
+	const try42 = "SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)"
 	tests := []struct {
 		name       string
 		opts       []advisory.Option
+		busy       bool // the try finds the key busy, and the wait goes on in slices
 		lockSQL    string
 		affected   int64
 		fnErr      error
@@ -252,30 +262,37 @@ func TestWithSessionLock(t *testing.T) {
 		discarded  bool
 		lockFailed error
 	}{
-		{name: "Wait", lockSQL: "SELECT pg_catalog.pg_advisory_lock(42)", affected: 1,
+		{name: "Wait", lockSQL: try42, affected: 1,
+			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock(42)"), released: 1, fnCalled: true},
+		{name: "WaitBusy", busy: true, lockSQL: sessionSliceSQL(false, "42", 1100), affected: 1,
 			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock(42)"), released: 1, fnCalled: true},
 		{name: "TryShared", opts: []advisory.Option{advisory.Try(), advisory.Shared()},
 			lockSQL: "SELECT 1 WHERE pg_catalog.pg_try_advisory_lock_shared(42)", affected: 1,
 			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock_shared(42)"), released: 1, fnCalled: true},
 		{name: "TryBusy", opts: []advisory.Option{advisory.Try()},
-			lockSQL: "SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)", affected: 0, wantErr: advisory.ErrNotAcquired},
-		{name: "Timeout", opts: []advisory.Option{advisory.Timeout(250 * time.Millisecond)},
-			lockSQL: timeoutSQL("pg_catalog.pg_advisory_lock(42)", 250), affected: 1,
+			lockSQL: try42, affected: 0, wantErr: advisory.ErrNotAcquired},
+		{name: "Timeout", opts: []advisory.Option{advisory.Timeout(250 * time.Millisecond)}, busy: true,
+			lockSQL: sessionSliceSQL(false, "42", 250), affected: 1,
 			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock(42)"), released: 1, fnCalled: true},
-		{name: "TimeoutExpires", opts: []advisory.Option{advisory.Timeout(time.Second)},
-			lockSQL:    timeoutSQL("pg_catalog.pg_advisory_lock(42)", 1000),
+		// A slice that runs out holds nothing: the session goes back to
+		// the pool.
+		{name: "TimeoutExpires", opts: []advisory.Option{advisory.Timeout(time.Second)}, busy: true,
+			lockSQL:    sessionSliceSQL(false, "42", 1000),
 			lockFailed: &sqlState{"55P03", "canceling statement due to lock timeout"},
-			wantErr:    advisory.ErrLockTimeout, discarded: true},
-		{name: "FnFails", lockSQL: "SELECT pg_catalog.pg_advisory_lock(42)", affected: 1, fnErr: errWork,
+			wantErr:    advisory.ErrLockTimeout},
+		{name: "FnFails", lockSQL: try42, affected: 1, fnErr: errWork,
 			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock(42)"), released: 1, fnCalled: true, wantErr: errWork},
-		{name: "LockLost", lockSQL: "SELECT pg_catalog.pg_advisory_lock(42)", affected: 1,
+		{name: "LockLost", lockSQL: try42, affected: 1,
 			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock(42)"), released: 0, fnCalled: true,
 			wantErr: advisory.ErrLockLost, discarded: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			db, m := mock.New(t, exactSQL)
+			db, m := mock.New(t, sliceSQL)
+			if tt.busy {
+				m.ExpectExec(try42).WithoutArgs().WillReturnResult(rows(0))
+			}
 			e := m.ExpectExec(tt.lockSQL).WithoutArgs()
 			if tt.lockFailed != nil {
 				e.WillReturnError(tt.lockFailed)
@@ -318,7 +335,7 @@ func TestWithSessionLock(t *testing.T) {
 func TestWithSessionLockStrayCancel(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, exactSQL)
-	m.ExpectExec("SELECT pg_catalog.pg_advisory_lock(42)").WithoutArgs().WillReturnResult(rows(1))
+	m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)").WithoutArgs().WillReturnResult(rows(1))
 	cancelled := &sqlState{"57014", "canceling statement due to user request"}
 	m.ExpectExec(releaseSQL("pg_catalog.pg_advisory_unlock(42)")).WithoutArgs().WillReturnError(cancelled)
 	m.ExpectExec(releaseSQL("pg_catalog.pg_advisory_unlock(42)")).WithoutArgs().WillReturnResult(rows(1))
@@ -334,7 +351,7 @@ func TestWithSessionLockStrayCancel(t *testing.T) {
 func TestWithSessionLockPanicDiscards(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, exactSQL)
-	m.ExpectExec("SELECT pg_catalog.pg_advisory_lock(42)").WillReturnResult(rows(1))
+	m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)").WillReturnResult(rows(1))
 	m.ExpectClose()
 	func() {
 		defer func() {
@@ -355,7 +372,7 @@ func TestWithSessionLockPanicDiscards(t *testing.T) {
 func TestWithSessionLockDiscardsWhenContextEndsDuringFn(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, exactSQL)
-	m.ExpectExec("SELECT pg_catalog.pg_advisory_lock(42)").WillReturnResult(rows(1))
+	m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)").WillReturnResult(rows(1))
 	m.ExpectClose() // no unlock: closing the session releases the lock for certain
 	ctx, cancel := context.WithCancel(context.Background())
 	err := advisory.WithSessionLock(ctx, db, k42, func(ctx context.Context, _ *sql.Conn) error {
@@ -379,7 +396,7 @@ func TestWithSessionLockPanicWithOpenTx(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, exactSQL)
 	m.MatchExpectationsInOrder(false)
-	m.ExpectExec("SELECT pg_catalog.pg_advisory_lock(42)").WillReturnResult(rows(1))
+	m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)").WillReturnResult(rows(1))
 	m.ExpectBegin()
 	m.ExpectExec(releaseSQL("pg_catalog.pg_advisory_unlock(42)")).WillReturnResult(rows(3)) // held, and a transaction is open
 	m.ExpectClose()
@@ -486,7 +503,7 @@ func TestWithSessionLockConn(t *testing.T) {
 	t.Run("Release", func(t *testing.T) {
 		t.Parallel()
 		conn, m := mockConn(t)
-		m.ExpectExec("SELECT pg_catalog.pg_advisory_lock_shared(42)").WillReturnResult(rows(1))
+		m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_lock_shared(42)").WillReturnResult(rows(1))
 		m.ExpectExec(endSQL("pg_catalog.pg_advisory_unlock_shared(42)")).WillReturnResult(rows(1))
 		err := advisory.WithSessionLockConn(context.Background(), conn, k42, func(context.Context, *sql.Conn) error { return nil },
 			advisory.Shared())
@@ -500,7 +517,7 @@ func TestWithSessionLockConn(t *testing.T) {
 	t.Run("LockLostDiscards", func(t *testing.T) {
 		t.Parallel()
 		conn, m := mockConn(t)
-		m.ExpectExec("SELECT pg_catalog.pg_advisory_lock(42)").WillReturnResult(rows(1))
+		m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)").WillReturnResult(rows(1))
 		m.ExpectExec(endSQL("pg_catalog.pg_advisory_unlock(42)")).WillReturnResult(rows(0))
 		m.ExpectClose()
 		err := advisory.WithSessionLockConn(context.Background(), conn, k42, func(context.Context, *sql.Conn) error { return nil })
@@ -527,11 +544,52 @@ func TestWithSessionLockConn(t *testing.T) {
 	})
 }
 
-// timeoutSQL is the statement that waits for lock, a lock function call,
-// for at most ms milliseconds.
+// timeoutSQL is the statement that waits for lock, one or more lock
+// function calls, for at most ms milliseconds: a slice of a wait.
 func timeoutSQL(lock string, ms int) string {
 	return "SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT pg_catalog.current_setting('lock_timeout') AS prev, " +
 		"pg_catalog.set_config('lock_timeout', '" + strconv.Itoa(ms) + "', true), " + lock + " OFFSET 0) AS t"
+}
+
+// sessionSliceSQL is a slice of a wait for an exclusive session lock, or a
+// shared one, on one key, written as its lock functions' arguments ("42"):
+// it takes the key as a transaction lock, then as a session lock, waiting
+// at most ms milliseconds.
+func sessionSliceSQL(shared bool, key string, ms int) string {
+	suffix := ""
+	if shared {
+		suffix = "_shared"
+	}
+	return timeoutSQL("pg_catalog.pg_advisory_xact_lock"+suffix+"("+key+"), pg_catalog.pg_advisory_lock"+suffix+"("+key+")", ms)
+}
+
+// xactSliceSQL is a slice of a wait for an exclusive transaction lock on
+// one key, as for sessionSliceSQL.
+func xactSliceSQL(key string, ms int) string {
+	return timeoutSQL("pg_catalog.pg_advisory_xact_lock("+key+")", ms)
+}
+
+// inSavepointSQL is slice run under the wait's savepoint, in a transaction
+// the caller began; again rolls back to it first, after a slice that ran
+// out.
+func inSavepointSQL(again bool, slice string) string {
+	begin := "SAVEPOINT pgadvisory_wait; "
+	if again {
+		begin = "ROLLBACK TO SAVEPOINT pgadvisory_wait; "
+	}
+	return begin + slice + "; RELEASE SAVEPOINT pgadvisory_wait"
+}
+
+// waitSettingsSQL is the query that reads the settings that bound a wait,
+// after its first slice ran out.
+const waitSettingsSQL = "SELECT pg_catalog.current_setting('lock_timeout'), " +
+	"pg_catalog.current_setting('statement_timeout'), pg_catalog.current_setting('deadlock_timeout')"
+
+// waitSettingsRows answers waitSettingsSQL with the session's
+// lock_timeout, statement_timeout and deadlock_timeout, as
+// current_setting shows them ("0", "500ms", "1s").
+func waitSettingsRows(lock, statement, deadlock string) *sqlmock.Rows {
+	return sqlmock.NewRows([]string{"lock_timeout", "statement_timeout", "deadlock_timeout"}).AddRow(lock, statement, deadlock)
 }
 
 // releaseSQL is the statement that ends a session scope on a connection

@@ -12,11 +12,18 @@ import (
 // held until [Unlock], [UnlockAll], or the end of the session. Locks stack:
 // locking a key twice takes two unlocks.
 //
+// A free key costs one statement. A busy key is waited for in slices of
+// about a second, each a statement of its own, so that the wait holds no
+// snapshot for longer and holds back neither VACUUM nor CREATE INDEX
+// CONCURRENTLY (see docs/waiting.md). The session's lock_timeout and
+// statement_timeout bound the whole wait, as they would bound one
+// statement: it then fails with [ErrLockTimeout], holding nothing, and the
+// session stays open.
+//
 // If ctx ends the wait, Lock returns an error wrapping ctx.Err() and closes
 // the session, since the lock may have been granted as the wait ended.
 func Lock(ctx context.Context, conn *sql.Conn, key Key) error {
-	_, err := acquire(ctx, conn, "lock", []sqltext.Key{key.sql()}, sqltext.LockStmt(scope.ConnForm(conn), false, false, key.sql()))
-	return err
+	return wait(ctx, conn, "lock", []sqltext.Key{key.sql()}, false)
 }
 
 // LockShared waits until it holds a shared session lock on key. Shared
@@ -24,8 +31,7 @@ func Lock(ctx context.Context, conn *sql.Conn, key Key) error {
 // lock is held until [UnlockShared], [UnlockAll], or the end of the
 // session. On error it behaves as [Lock] does.
 func LockShared(ctx context.Context, conn *sql.Conn, key Key) error {
-	_, err := acquire(ctx, conn, "lock shared", []sqltext.Key{key.sql()}, sqltext.LockStmt(scope.ConnForm(conn), false, true, key.sql()))
-	return err
+	return wait(ctx, conn, "lock shared", []sqltext.Key{key.sql()}, true)
 }
 
 // TryLock takes an exclusive session lock on key if it is free, without
@@ -56,9 +62,7 @@ func LockKeys(ctx context.Context, conn *sql.Conn, keys ...Key) error {
 	if len(keys) == 0 {
 		return errNoKeys
 	}
-	sk := sqltext.KeysOf(canonical(keys))
-	_, err := acquire(ctx, conn, "lock", sk, sqltext.Plain(sqltext.Lock(false, false, sk...)))
-	return err
+	return wait(ctx, conn, "lock", sqltext.KeysOf(canonical(keys)), false)
 }
 
 // Unlock releases one exclusive session lock on key. It returns an error
@@ -110,6 +114,14 @@ func UnlockAll(ctx context.Context, conn *sql.Conn) error {
 // acquire takes keys on conn; see [scope.Acquire].
 func acquire(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, stmt sqltext.Stmt) (bool, error) {
 	return scope.Acquire(ctx, conn, op, keys, stmt)
+}
+
+// wait waits for session locks on keys on conn, in slices; see
+// [scope.Take].
+func wait(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, shared bool) error {
+	o := scope.Options{Shared: shared}
+	_, err := scope.Take(ctx, scope.DefaultHooks(), conn, op, keys, &o, scope.ConnForm(conn))
+	return err
 }
 
 // release releases keys on conn; see [scope.Release].

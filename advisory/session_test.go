@@ -27,13 +27,13 @@ func TestSessionSQL(t *testing.T) {
 		wantErr  error
 	}{
 		{"Lock", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, k42) }),
-			"SELECT pg_catalog.pg_advisory_lock(42)", 1, true, nil},
+			"SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)", 1, true, nil},
 		{"LockPair", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, kPair) }),
-			"SELECT pg_catalog.pg_advisory_lock(1,-2)", 1, true, nil},
+			"SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(1,-2)", 1, true, nil},
 		{"LockMinInt64", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, kMin) }),
-			"SELECT pg_catalog.pg_advisory_lock(-9223372036854775808)", 1, true, nil},
+			"SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(-9223372036854775808)", 1, true, nil},
 		{"LockShared", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.LockShared(ctx, c, k42) }),
-			"SELECT pg_catalog.pg_advisory_lock_shared(42)", 1, true, nil},
+			"SELECT 1 WHERE pg_catalog.pg_try_advisory_lock_shared(42)", 1, true, nil},
 		{"TryLockTaken", func(ctx context.Context, c *sql.Conn) (bool, error) { return advisory.TryLock(ctx, c, k42) },
 			"SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)", 1, true, nil},
 		{"TryLockBusy", func(ctx context.Context, c *sql.Conn) (bool, error) { return advisory.TryLock(ctx, c, k42) },
@@ -42,7 +42,8 @@ func TestSessionSQL(t *testing.T) {
 			"SELECT 1 WHERE pg_catalog.pg_try_advisory_lock_shared(1,-2)", 1, true, nil},
 		{"LockKeysSortedAndDeduplicated", acquired(func(ctx context.Context, c *sql.Conn) error {
 			return advisory.LockKeys(ctx, c, kPair, k42, advisory.Int64Key(-7), k42)
-		}), "SELECT pg_catalog.pg_advisory_lock(k) FROM (VALUES (-7),(42)) AS k(k) UNION ALL SELECT pg_catalog.pg_advisory_lock(a,b) FROM (VALUES (1,-2)) AS p(a,b)", 1, true, nil},
+		}), timeoutSQL(counted("SELECT pg_catalog.pg_advisory_xact_lock(k) FROM (VALUES (-7),(42)) AS k(k) UNION ALL SELECT pg_catalog.pg_advisory_xact_lock(a,b) FROM (VALUES (1,-2)) AS p(a,b)")+", "+
+			counted("SELECT pg_catalog.pg_advisory_lock(k) FROM (VALUES (-7),(42)) AS k(k) UNION ALL SELECT pg_catalog.pg_advisory_lock(a,b) FROM (VALUES (1,-2)) AS p(a,b)"), 1100), 1, true, nil},
 		{"Unlock", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.Unlock(ctx, c, k42) }),
 			"SELECT 1 WHERE pg_catalog.pg_advisory_unlock(42)", 1, true, nil},
 		{"UnlockShared", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.UnlockShared(ctx, c, kPair) }),
@@ -81,12 +82,15 @@ func acquired(f func(context.Context, *sql.Conn) error) func(context.Context, *s
 
 // TestSessionDiscardsOnDoubt checks that every outcome that leaves the
 // session's holding in doubt closes the session instead of returning it to
-// the pool.
+// the pool. A slice of a wait that runs out (55P03) holds nothing and is no
+// such outcome: see TestWaitRunsOutKeepsTheSession; for a wait cancelled
+// during a slice, see TestWaitCancelledDuringSliceDiscards.
 func TestSessionDiscardsOnDoubt(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name    string
 		call    func(context.Context, *sql.Conn) error
+		try     string // a try sent first, which finds the key busy
 		sql     string
 		result  sql.Result
 		err     error
@@ -95,17 +99,21 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 		wantMsg string
 	}{
 		{
-			name:    "LockTimeoutRacesTheGrant",
+			// A statement_timeout can cancel a slice after it took the
+			// session lock, before it returned.
+			name:    "StatementTimeoutRacesTheGrant",
 			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, k42) },
-			sql:     "SELECT pg_catalog.pg_advisory_lock(42)",
-			err:     &sqlState{"55P03", "canceling statement due to lock timeout"},
+			try:     "SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)",
+			sql:     sessionSliceSQL(false, "42", 1100),
+			err:     &sqlState{"57014", "canceling statement due to statement timeout"},
 			wantErr: []error{advisory.ErrLockTimeout},
-			wantMsg: "advisory: lock 42: lock wait timed out: driver: canceling statement due to lock timeout (SQLSTATE 55P03)",
+			wantMsg: "advisory: lock 42: lock wait timed out: driver: canceling statement due to statement timeout (SQLSTATE 57014)",
 		},
 		{
 			name:    "Deadlock",
 			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.LockShared(ctx, c, k42) },
-			sql:     "SELECT pg_catalog.pg_advisory_lock_shared(42)",
+			try:     "SELECT 1 WHERE pg_catalog.pg_try_advisory_lock_shared(42)",
+			sql:     sessionSliceSQL(true, "42", 1100),
 			err:     &sqlState{"40P01", "deadlock detected"},
 			wantErr: []error{advisory.ErrDeadlock},
 		},
@@ -114,7 +122,7 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 			call: func(ctx context.Context, c *sql.Conn) error {
 				return advisory.LockKeys(ctx, c, advisory.Int64Key(2), advisory.Int64Key(1))
 			},
-			sql:     "SELECT pg_catalog.pg_advisory_lock(k) FROM (VALUES (1),(2)) AS k(k)",
+			sql:     sqlForKeys(advisory.Int64Key(1), advisory.Int64Key(2)),
 			err:     &sqlState{"53200", "out of shared memory"},
 			wantErr: []error{advisory.ErrLockTableFull},
 			wantMsg: "advisory: lock [1 2]: lock table full; raise max_locks_per_transaction: driver: out of shared memory (SQLSTATE 53200)",
@@ -122,7 +130,7 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 		{
 			name:    "SuccessAfterContextEnded",
 			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, k42) },
-			sql:     "SELECT pg_catalog.pg_advisory_lock(42)",
+			sql:     "SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)",
 			result:  rows(1),
 			cancel:  true,
 			wantErr: []error{context.Canceled},
@@ -187,6 +195,9 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 			ctx := context.Background()
 			if tt.cancel {
 				ctx = endedAsCallReturns{ctx}
+			}
+			if tt.try != "" {
+				m.ExpectExec(tt.try).WithoutArgs().WillReturnResult(rows(0))
 			}
 			e := m.ExpectExec(tt.sql).WithoutArgs()
 			if tt.err != nil {
@@ -266,7 +277,7 @@ func TestLongKeyListsStayShortInErrors(t *testing.T) {
 	for i := range keys {
 		keys[i] = advisory.Int64Key(int64(i))
 	}
-	m.ExpectExec(sqlForKeys(keys)).WillReturnError(&sqlState{"53200", "out of shared memory"})
+	m.ExpectExec(sqlForKeys(keys...)).WillReturnError(&sqlState{"53200", "out of shared memory"})
 	m.ExpectClose()
 	err := advisory.LockKeys(context.Background(), conn, keys...)
 	want := "advisory: lock [0 1 2 3 4 5 6 7 and 92 more]: lock table full"
@@ -275,11 +286,21 @@ func TestLongKeyListsStayShortInErrors(t *testing.T) {
 	}
 }
 
-// sqlForKeys is the statement LockKeys sends for sorted bigint keys.
-func sqlForKeys(keys []advisory.Key) string {
+// sqlForKeys is the statement LockKeys sends first for sorted bigint keys:
+// the first slice of its wait, which takes them as transaction locks, then
+// as session locks.
+func sqlForKeys(keys ...advisory.Key) string {
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = "(" + k.String() + ")"
 	}
-	return "SELECT pg_catalog.pg_advisory_lock(k) FROM (VALUES " + strings.Join(parts, ",") + ") AS k(k)"
+	values := " FROM (VALUES " + strings.Join(parts, ",") + ") AS k(k)"
+	return timeoutSQL(counted("SELECT pg_catalog.pg_advisory_xact_lock(k)"+values)+", "+
+		counted("SELECT pg_catalog.pg_advisory_lock(k)"+values), 1100)
+}
+
+// counted is the select-list entry of a slice that takes several keys with
+// lock, a statement: the count of its rows.
+func counted(lock string) string {
+	return "(SELECT pg_catalog.count(*) FROM (" + lock + ") AS l)"
 }

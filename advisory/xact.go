@@ -12,20 +12,28 @@ import (
 // lock is released when tx commits or rolls back. Taking it again in the
 // same transaction succeeds at once.
 //
+// A free key costs one statement. A busy key is waited for in slices of
+// about a second, each under a savepoint of tx's, so that no statement
+// holds a snapshot for longer (see docs/waiting.md): a slice that runs out
+// leaves tx as it was. CREATE INDEX CONCURRENTLY still waits for tx as a
+// whole; [WithXactLock], which runs each slice in a transaction of its
+// own, does not hold it back. Under REPEATABLE READ, tx's own snapshot
+// lives until tx ends.
+//
 // If ctx ends the wait, XactLock returns an error wrapping ctx.Err(). After
 // any error from the transaction lock functions, roll tx back: the lock,
-// if it was granted as the error arose, ends with the transaction.
+// if it was granted as the error arose, ends with the transaction, and so
+// do the locks tx took before, which a failed wait leaves held until
+// then.
 func XactLock(ctx context.Context, tx *sql.Tx, key Key) error {
-	_, err := xactAcquire(ctx, tx, "xact lock", []sqltext.Key{key.sql()}, sqltext.LockStmt(scope.TxForm(tx), true, false, key.sql()))
-	return err
+	return xactWait(ctx, tx, "xact lock", []sqltext.Key{key.sql()}, false)
 }
 
 // XactLockShared waits until it holds a shared transaction lock on key.
 // Shared locks on a key coexist with each other and exclude exclusive ones.
 // The lock is released when tx commits or rolls back.
 func XactLockShared(ctx context.Context, tx *sql.Tx, key Key) error {
-	_, err := xactAcquire(ctx, tx, "xact lock shared", []sqltext.Key{key.sql()}, sqltext.LockStmt(scope.TxForm(tx), true, true, key.sql()))
-	return err
+	return xactWait(ctx, tx, "xact lock shared", []sqltext.Key{key.sql()}, true)
 }
 
 // TryXactLock takes an exclusive transaction lock on key if it is free,
@@ -51,8 +59,14 @@ func XactLockKeys(ctx context.Context, tx *sql.Tx, keys ...Key) error {
 	if len(keys) == 0 {
 		return errNoKeys
 	}
-	sk := sqltext.KeysOf(canonical(keys))
-	_, err := xactAcquire(ctx, tx, "xact lock", sk, sqltext.Plain(sqltext.Lock(true, false, sk...)))
+	return xactWait(ctx, tx, "xact lock", sqltext.KeysOf(canonical(keys)), false)
+}
+
+// xactWait waits for transaction locks on keys in tx, in slices, each
+// under a savepoint; see [scope.XactTake].
+func xactWait(ctx context.Context, tx *sql.Tx, op string, keys []sqltext.Key, shared bool) error {
+	o := scope.Options{Shared: shared}
+	_, _, err := scope.XactTake(ctx, scope.DefaultHooks(), tx, nil, op, keys, &o, scope.TxForm(tx))
 	return err
 }
 

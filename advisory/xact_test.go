@@ -19,11 +19,11 @@ func TestXactSQL(t *testing.T) {
 		want     bool
 	}{
 		{"XactLock", xactAcquired(func(ctx context.Context, tx *sql.Tx) error { return advisory.XactLock(ctx, tx, k42) }),
-			"SELECT pg_catalog.pg_advisory_xact_lock(42)", 1, true},
+			"SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)", 1, true},
 		{"XactLockPair", xactAcquired(func(ctx context.Context, tx *sql.Tx) error { return advisory.XactLock(ctx, tx, kPair) }),
-			"SELECT pg_catalog.pg_advisory_xact_lock(1,-2)", 1, true},
+			"SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(1,-2)", 1, true},
 		{"XactLockShared", xactAcquired(func(ctx context.Context, tx *sql.Tx) error { return advisory.XactLockShared(ctx, tx, k42) }),
-			"SELECT pg_catalog.pg_advisory_xact_lock_shared(42)", 1, true},
+			"SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock_shared(42)", 1, true},
 		{"TryXactLockTaken", func(ctx context.Context, tx *sql.Tx) (bool, error) { return advisory.TryXactLock(ctx, tx, k42) },
 			"SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)", 1, true},
 		{"TryXactLockBusy", func(ctx context.Context, tx *sql.Tx) (bool, error) { return advisory.TryXactLock(ctx, tx, k42) },
@@ -33,7 +33,8 @@ func TestXactSQL(t *testing.T) {
 		}, "SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock_shared(1,-2)", 1, true},
 		{"XactLockKeys", xactAcquired(func(ctx context.Context, tx *sql.Tx) error {
 			return advisory.XactLockKeys(ctx, tx, k42, kPair, k42, kMin)
-		}), "SELECT pg_catalog.pg_advisory_xact_lock(k) FROM (VALUES (-9223372036854775808),(42)) AS k(k) UNION ALL SELECT pg_catalog.pg_advisory_xact_lock(a,b) FROM (VALUES (1,-2)) AS p(a,b)", 1, true},
+		}), inSavepointSQL(false, timeoutSQL(counted("SELECT pg_catalog.pg_advisory_xact_lock(k) FROM (VALUES (-9223372036854775808),(42)) AS k(k) "+
+			"UNION ALL SELECT pg_catalog.pg_advisory_xact_lock(a,b) FROM (VALUES (1,-2)) AS p(a,b)"), 1100)), 1, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,6 +59,9 @@ func xactAcquired(f func(context.Context, *sql.Tx) error) func(context.Context, 
 	}
 }
 
+// TestXactErrors checks how a wait in a transaction reports the errors a
+// slice of it can end with. A lock_timeout ends a slice, not the wait,
+// until the session's own lock_timeout runs out: here, at the second slice.
 func TestXactErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -72,8 +76,16 @@ func TestXactErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			tx, m := mockTx(t)
-			m.ExpectExec("SELECT pg_catalog.pg_advisory_xact_lock(42)").WillReturnError(tt.err)
+			tx, m := mockTx(t, sliceSQL)
+			m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)").WillReturnResult(rows(0))
+			slice := m.ExpectExec(inSavepointSQL(false, xactSliceSQL("42", 1100)))
+			if tt.err.(*sqlState).code == "55P03" {
+				slice.WillReturnError(&sqlState{"55P03", "canceling statement due to lock timeout"})
+				m.ExpectExec("ROLLBACK TO SAVEPOINT pgadvisory_wait").WillReturnResult(rows(0))
+				m.ExpectQuery(waitSettingsSQL).WillReturnRows(waitSettingsRows("1s", "0", "1s"))
+				slice = m.ExpectExec(inSavepointSQL(true, xactSliceSQL("42", 1000)))
+			}
+			slice.WillReturnError(tt.err)
 			m.ExpectRollback()
 			err := advisory.XactLock(context.Background(), tx, k42)
 			if !errors.Is(err, tt.want) || !errors.Is(err, tt.err) {
@@ -90,7 +102,7 @@ func TestXactErrors(t *testing.T) {
 func TestXactSuccessAfterContextEnded(t *testing.T) {
 	t.Parallel()
 	tx, m := mockTx(t)
-	m.ExpectExec("SELECT pg_catalog.pg_advisory_xact_lock(42)").WillReturnResult(rows(1))
+	m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)").WillReturnResult(rows(1))
 	m.ExpectRollback()
 	err := advisory.XactLock(endedAsCallReturns{context.Background()}, tx, k42)
 	if !errors.Is(err, context.Canceled) {

@@ -48,11 +48,12 @@ func WithXactLock(ctx context.Context, db *sql.DB, key Key, fn func(ctx context.
 	if err != nil {
 		return err
 	}
-	tx, err := db.BeginTx(ctx, o.TxOpts)
+	begin := func(ctx context.Context) (*sql.Tx, error) { return db.BeginTx(ctx, o.TxOpts) }
+	tx, err := begin(ctx)
 	if err != nil {
 		return scope.Fail(ctx, "begin", "", err)
 	}
-	return scope.Xact(ctx, tx, key.sql(), fn, &o)
+	return scope.Xact(ctx, tx, begin, key.sql(), fn, &o)
 }
 
 // WithXactLockTx is [WithXactLock] for a transaction the caller has
@@ -71,7 +72,7 @@ func WithXactLockTx(ctx context.Context, tx *sql.Tx, key Key, fn func(ctx contex
 	if err != nil {
 		return scope.Join(err, scope.Rollback(tx))
 	}
-	return scope.Xact(ctx, tx, key.sql(), fn, &o)
+	return scope.Xact(ctx, tx, nil, key.sql(), fn, &o)
 }
 
 // NewTxContext returns a copy of ctx that carries tx, for [TxFromContext]

@@ -5,6 +5,7 @@ import (
 
 	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/scope"
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 )
 
@@ -14,14 +15,17 @@ import (
 // answer. The statements are built by internal/sqltext, as advisory builds
 // them.
 
-// ExpectLock expects [advisory.Lock] on key, and grants it.
+// ExpectLock expects [advisory.Lock] on key, and grants it at once: a
+// wait for a free key is the one statement that tries it. (A busy key is
+// then waited for in slices, statements whose number depends on time.)
 func ExpectLock(m sqlmock.Sqlmock, key advisory.Key) *sqlmock.ExpectedExec {
-	return expect(m, sqltext.Lock(false, false, arg(key)), 1)
+	return expect(m, sqltext.TryLock(false, false, arg(key)), 1)
 }
 
-// ExpectLockShared expects [advisory.LockShared] on key, and grants it.
+// ExpectLockShared expects [advisory.LockShared] on key, and grants it at
+// once, as [ExpectLock] does.
 func ExpectLockShared(m sqlmock.Sqlmock, key advisory.Key) *sqlmock.ExpectedExec {
-	return expect(m, sqltext.Lock(false, true, arg(key)), 1)
+	return expect(m, sqltext.TryLock(false, true, arg(key)), 1)
 }
 
 // ExpectTryLock expects [advisory.TryLock] on key, answering whether the
@@ -37,10 +41,11 @@ func ExpectTryLockShared(m sqlmock.Sqlmock, key advisory.Key, acquired bool) *sq
 }
 
 // ExpectLockKeys expects [advisory.LockKeys] on keys, in any order and with
-// any duplicates, as the call passes them, and grants them all. It panics
-// when keys is empty: LockKeys then fails without sending anything.
+// any duplicates, as the call passes them, and grants them all in the
+// first slice of its wait. It panics when keys is empty: LockKeys then
+// fails without sending anything.
 func ExpectLockKeys(m sqlmock.Sqlmock, keys ...advisory.Key) *sqlmock.ExpectedExec {
-	return expect(m, sqltext.Lock(false, false, args("ExpectLockKeys", keys)...), 1)
+	return expect(m, firstWait(false, args("ExpectLockKeys", keys)), 1)
 }
 
 // ExpectUnlock expects [advisory.Unlock] on key, answering whether the
@@ -70,15 +75,16 @@ func ExpectUnlockAll(m sqlmock.Sqlmock) *sqlmock.ExpectedExec {
 	return expect(m, sqltext.UnlockAll, 1)
 }
 
-// ExpectXactLock expects [advisory.XactLock] on key, and grants it.
+// ExpectXactLock expects [advisory.XactLock] on key, and grants it at
+// once, as [ExpectLock] does.
 func ExpectXactLock(m sqlmock.Sqlmock, key advisory.Key) *sqlmock.ExpectedExec {
-	return expect(m, sqltext.Lock(true, false, arg(key)), 1)
+	return expect(m, sqltext.TryLock(true, false, arg(key)), 1)
 }
 
 // ExpectXactLockShared expects [advisory.XactLockShared] on key, and grants
-// it.
+// it at once, as [ExpectLock] does.
 func ExpectXactLockShared(m sqlmock.Sqlmock, key advisory.Key) *sqlmock.ExpectedExec {
-	return expect(m, sqltext.Lock(true, true, arg(key)), 1)
+	return expect(m, sqltext.TryLock(true, true, arg(key)), 1)
 }
 
 // ExpectTryXactLock expects [advisory.TryXactLock] on key, answering
@@ -94,11 +100,28 @@ func ExpectTryXactLockShared(m sqlmock.Sqlmock, key advisory.Key, acquired bool)
 }
 
 // ExpectXactLockKeys expects [advisory.XactLockKeys] on keys, in any order
-// and with any duplicates, and grants them all. It panics when keys is
-// empty.
+// and with any duplicates, and grants them all in the first slice of its
+// wait, which runs under a savepoint. It panics when keys is empty.
 func ExpectXactLockKeys(m sqlmock.Sqlmock, keys ...advisory.Key) *sqlmock.ExpectedExec {
-	return expect(m, sqltext.Lock(true, false, args("ExpectXactLockKeys", keys)...), 1)
+	return expect(m, firstWait(true, args("ExpectXactLockKeys", keys)), 1)
 }
+
+// firstWait returns the first statement of an exclusive wait for keys
+// without options, in a transaction the caller began (xact) or a session:
+// the try of a single key, or the first slice of a wait for several.
+func firstWait(xact bool, keys []sqltext.Key) string {
+	switch {
+	case len(keys) == 1:
+		return sqltext.TryLock(xact, false, keys[0])
+	case xact:
+		return sqltext.InSavepoint(false, sqltext.XactSlice(false, firstSlice, keys...))
+	}
+	return sqltext.SessionSlice(false, firstSlice, keys...)
+}
+
+// firstSlice is the length, in milliseconds, of the first slice of a wait
+// without options.
+var firstSlice = scope.FirstSliceMillis(&scope.Options{})
 
 // expect lays down an Exec of stmt without arguments that affects rows
 // rows.

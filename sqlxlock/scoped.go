@@ -32,11 +32,22 @@ func WithXactLock(ctx context.Context, db *sqlx.DB, key advisory.Key, fn func(ct
 	if err != nil {
 		return err
 	}
-	tx, err := db.BeginTxx(ctx, o.TxOpts)
+	// A wait for a busy key may begin the transaction again: fn gets
+	// the one that holds the lock.
+	var tx *sqlx.Tx
+	begin := func(ctx context.Context) (*sql.Tx, error) {
+		t, err := db.BeginTxx(ctx, o.TxOpts)
+		if err != nil {
+			return nil, err
+		}
+		tx = t
+		return t.Tx, nil
+	}
+	first, err := begin(ctx)
 	if err != nil {
 		return scope.Fail(ctx, "begin", "", err)
 	}
-	return scope.Xact(ctx, tx.Tx, sqltext.KeyOf(key), func(ctx context.Context, _ *sql.Tx) error { return fn(ctx, tx) }, &o)
+	return scope.Xact(ctx, first, begin, sqltext.KeyOf(key), func(ctx context.Context, _ *sql.Tx) error { return fn(ctx, tx) }, &o)
 }
 
 // WithSessionLock is [advisory.WithSessionLock] for a *sqlx.DB: fn

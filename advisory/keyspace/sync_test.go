@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/pgadvisory/pgadvisory/advisory"
@@ -18,7 +19,7 @@ import (
 
 // The statements Sync sends for the default table.
 const (
-	syncLock   = "SELECT pg_catalog.pg_advisory_xact_lock(-2147483648,1)"
+	syncLock   = "SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(-2147483648,1)"
 	syncCreate = `CREATE TABLE IF NOT EXISTS "pgadvisory"."namespaces" (id integer PRIMARY KEY, ` +
 		`name pg_catalog.text NOT NULL UNIQUE CHECK (name <> ''), owner pg_catalog.text NOT NULL DEFAULT '', ` +
 		`doc pg_catalog.text NOT NULL DEFAULT '', registered_by pg_catalog.text NOT NULL DEFAULT '', ` +
@@ -29,6 +30,9 @@ const (
 	syncUpdate = `UPDATE "pgadvisory"."namespaces" SET owner = $3, doc = $4, updated_at = pg_catalog.now() ` +
 		`WHERE id = $1 AND name = $2 AND registered_by = $5`
 )
+
+// syncSQLKey is the key Sync locks, as internal/sqltext renders it.
+var syncSQLKey = sqltext.Key{Pair: true, A: -2147483648, B: 1}
 
 // syncExpectCreate expects Sync to make ready for creating the default
 // table: it looks for an earlier release's table, answering that none
@@ -175,11 +179,23 @@ func TestSyncErrors(t *testing.T) {
 		{name: "EmptyTable", opts: []keyspace.Option{keyspace.Table("")}, wantMsg: "not a plain identifier"},
 		{name: "LongTable", opts: []keyspace.Option{keyspace.Table(strings.Repeat("t", 64))}, wantMsg: "at most 63 bytes"},
 		{name: "DigitFirst", opts: []keyspace.Option{keyspace.Table("ops.1t")}, wantMsg: `"1t" is not a plain identifier`},
+		// The key is busy, and the session's lock_timeout runs out
+		// after the first slice of the wait, each slice in a
+		// transaction of its own.
 		{name: "LockTimeout", expect: func(m sqlmock.Sqlmock) {
 			m.ExpectBegin()
-			m.ExpectExec(syncLock).WillReturnError(&sqlState{"55P03", "lock timeout"})
+			m.ExpectExec(syncLock).WillReturnResult(rows(0))
 			m.ExpectRollback()
-		}, wantErr: advisory.ErrLockTimeout},
+			m.ExpectBegin()
+			m.ExpectExec(sqltext.XactSlice(false, 1100, syncSQLKey)).WillReturnError(&sqlState{"55P03", "lock timeout"})
+			m.ExpectRollback()
+			m.ExpectBegin()
+			// Answered after the 1ms lock_timeout has passed, so that no
+			// slice is left.
+			m.ExpectQuery(sqltext.WaitSettings).WillDelayFor(2 * time.Millisecond).WillReturnRows(
+				sqlmock.NewRows([]string{"lock_timeout", "statement_timeout", "deadlock_timeout"}).AddRow("1ms", "0", "1s"))
+			m.ExpectRollback()
+		}, wantErr: advisory.ErrLockTimeout, wantMsg: "the session's lock_timeout ran out"},
 		{name: "ProbeFails", expect: func(m sqlmock.Sqlmock) {
 			m.ExpectBegin()
 			m.ExpectExec(syncLock).WillReturnResult(rows(1))

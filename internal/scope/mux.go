@@ -293,44 +293,50 @@ func (m *Mux) signalLocked() {
 }
 
 // await waits, on a connection of its own from db, until key is free in
-// o's mode, for as long as ctx and the deadline allow. The connection
-// takes the key and lets it go in the same statement, and goes back to
-// the pool; on an error it is discarded, since a grant may have raced it.
+// o's mode, for as long as ctx and the deadline allow. It waits in slices
+// (see [waitInSlices]), each a statement that is its own transaction: it
+// takes the key as a transaction lock, which ends with the statement, so
+// that a slice that runs out, or one whose grant raced its failure, leaves
+// nothing held. The connection goes back to the pool, unless a statement
+// failed otherwise: a cancel the driver sent for it may still be in flight.
 func (m *Mux) await(ctx context.Context, key sqltext.Key, o *Options, op string, deadline time.Time) error {
-	var ms int64
+	wo := *o
 	if !deadline.IsZero() {
 		left := time.Until(deadline)
 		if left <= 0 {
 			return FailKind(op, key.String(), ErrLockTimeout, nil)
 		}
-		ms = int64((left + time.Millisecond - 1) / time.Millisecond)
+		wo.Bounded, wo.Timeout = true, left
 	}
 	// Close ends the wait.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer context.AfterFunc(m.closing, func() { cancel(errLockerClosed) })()
+	start := time.Now()
 	var err error
 	for try := 1; try <= BadConnTries; try++ {
 		var conn *sql.Conn
 		if conn, err = m.db.Conn(ctx); err != nil {
 			return Fail(ctx, "connect", key.String(), err)
 		}
-		_, err = Run(ctx, conn, sqltext.AwaitFree(o.Shared, key, ms))
-		if err != nil {
+		w := waitInSlices(ctx, start, &wo, op, key.String(),
+			func(ctx context.Context) (waitSettings, error) { return readWaitSettings(ctx, conn) },
+			func(ctx context.Context, _ int, ms int64) error {
+				_, err := Run(ctx, conn, sqltext.XactSlice(o.Shared, ms, key))
+				return err
+			})
+		if w.doubt {
 			Discard(conn)
 		}
 		_ = conn.Close()
-		if err == nil || !retryable(ctx, err) {
+		if err = w.err; err == nil || !w.doubt || !retryable(ctx, err) {
 			break
 		}
 	}
-	switch {
-	case err != nil && context.Cause(ctx) == errLockerClosed:
+	if err != nil && context.Cause(ctx) == errLockerClosed {
 		return FailKind(op, key.String(), ErrLockerClosed, nil)
-	case err != nil:
-		return FailWait(ctx, op, key.String(), err)
 	}
-	return nil
+	return err
 }
 
 // Close releases every lease and returns the carriers' connections to

@@ -19,6 +19,8 @@ type Options struct {
 	Timeout time.Duration // the bound, when Bounded
 	Shared  bool          // a shared lock rather than an exclusive one
 	TxOpts  *sql.TxOptions
+	Slice   time.Duration // WaitSlice: the longest statement of a wait; 0 is DefaultSlice
+	Sliced  bool          // WaitSlice was given
 
 	Heartbeat time.Duration // a lease's heartbeat interval; 0 is DefaultHeartbeat
 	Watched   bool          // Heartbeat was given: a session scope runs as a lease
@@ -69,12 +71,24 @@ func Parse[O ~func(*Options)](opts []O) (Options, error) {
 		return o, fmt.Errorf("%w: Timeout(%v) exceeds the server's limit of %d ms", ErrBadOption, o.Timeout, math.MaxInt32)
 	case o.Try && o.Bounded:
 		return o, fmt.Errorf("%w: Try and Timeout cannot be combined", ErrBadOption)
+	case o.Sliced && o.Slice < time.Millisecond:
+		return o, fmt.Errorf("%w: WaitSlice(%v) must be at least a millisecond", ErrBadOption, o.Slice)
+	case o.Slice > math.MaxInt32*time.Millisecond:
+		return o, fmt.Errorf("%w: WaitSlice(%v) exceeds the server's limit of %d ms", ErrBadOption, o.Slice, math.MaxInt32)
 	case o.MaxConnsSet && o.MaxConns < 1:
 		return o, fmt.Errorf("%w: MaxConns(%d) must be at least 1", ErrBadOption, o.MaxConns)
 	case o.Watched && o.Heartbeat < time.Millisecond:
 		return o, fmt.Errorf("%w: Heartbeat(%v) must be at least a millisecond", ErrBadOption, o.Heartbeat)
 	}
 	return o, nil
+}
+
+// SliceLength returns the longest one statement of a wait may run.
+func (o *Options) SliceLength() time.Duration {
+	if o.Slice > 0 {
+		return o.Slice
+	}
+	return DefaultSlice
 }
 
 // TimeoutMillis rounds the timeout up to whole milliseconds, the unit of
@@ -89,19 +103,13 @@ func (o *Options) LockOp(xact bool) string {
 	return lockOps[b2i(o.Try)][b2i(xact)][b2i(o.Shared)]
 }
 
-// LockStatement returns the statement that takes key as o says, in a
-// transaction (xact) or a session, and the operation's name. A try or a
-// wait without a bound is sent in form f (see [ConnForm]); a bounded wait
-// always carries its key in its text.
+// LockStatement returns the first statement that takes one key as o says,
+// in a transaction (xact) or a session, in form f (see [ConnForm]), and
+// the operation's name. It is a try, for a wait as well: an uncontended
+// wait ends with it, and a busy key is then waited for in slices (see
+// [Take] and [XactTake]).
 func (o *Options) LockStatement(f sqltext.Form, xact bool, key sqltext.Key) (op string, stmt sqltext.Stmt) {
-	op = o.LockOp(xact)
-	switch {
-	case o.Try:
-		return op, sqltext.TryLockStmt(f, xact, o.Shared, key)
-	case o.Bounded:
-		return op, sqltext.Plain(sqltext.LockTimeout(xact, o.Shared, key, o.TimeoutMillis()))
-	}
-	return op, sqltext.LockStmt(f, xact, o.Shared, key)
+	return o.LockOp(xact), sqltext.TryLockStmt(f, xact, o.Shared, key)
 }
 
 // lockOps names the operations that take a lock, by whether they try,

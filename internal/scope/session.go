@@ -22,8 +22,8 @@ import (
 // session still answers.
 func Session(ctx context.Context, conn *sql.Conn, key sqltext.Key, fn func(context.Context, *sql.Conn) error, o *Options, owned bool) error {
 	form := ConnForm(conn)
-	op, stmt := o.LockStatement(form, false, key)
-	acquired, err := AcquireWith(ctx, o.Observed(), conn, op, []sqltext.Key{key}, stmt)
+	op := o.LockOp(false)
+	acquired, err := Take(ctx, o.Observed(), conn, op, []sqltext.Key{key}, o, form)
 	if err == nil && o.Try && !acquired {
 		err = FailKind(op, key.String(), ErrNotAcquired, nil)
 	}

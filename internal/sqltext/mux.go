@@ -120,19 +120,3 @@ func KeyFromTag(classid, objid int64, objsubid int) Key {
 	}
 	return Key{Bigint: int64(uint64(uint32(classid))<<32 | uint64(uint32(objid)))}
 }
-
-// AwaitFree returns the statement that waits until key can be taken in the
-// mode, takes it and lets it go at once, so that a multiplexed locker can
-// wait for a busy key on a connection of its own and then take it on a
-// carrier. With ms > 0 the wait is bounded as [LockTimeout] bounds it. It
-// affects one row:
-//
-//	SELECT 1 FROM (SELECT pg_catalog.pg_advisory_lock(42) OFFSET 0) AS w
-//	WHERE pg_catalog.pg_advisory_unlock(42)
-func AwaitFree(shared bool, key Key, ms int64) string {
-	wait := Lock(false, shared, key)
-	if ms > 0 {
-		wait = LockTimeout(false, shared, key, ms)
-	}
-	return "SELECT 1 FROM (" + wait + " OFFSET 0) AS w WHERE " + call(unlockFn(shared), key)
-}

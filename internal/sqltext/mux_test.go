@@ -23,11 +23,6 @@ func TestCarrierStatements(t *testing.T) {
 			"SELECT 1 WHERE CASE WHEN " + ours + " THEN pg_catalog.pg_advisory_unlock(42) ELSE false END"},
 		{"CarrierCount", sqltext.CarrierCount(7, 9),
 			"SELECT pg_catalog.count(*) FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND granted AND pid = 7 AND " + ours},
-		{"AwaitFree", sqltext.AwaitFree(false, k, 0),
-			"SELECT 1 FROM (SELECT pg_catalog.pg_advisory_lock(42) OFFSET 0) AS w WHERE pg_catalog.pg_advisory_unlock(42)"},
-		{"AwaitFreeBounded", sqltext.AwaitFree(true, k, 5),
-			"SELECT 1 FROM (SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT pg_catalog.current_setting('lock_timeout') AS prev, " +
-				"pg_catalog.set_config('lock_timeout', '5', true), pg_catalog.pg_advisory_lock_shared(42) OFFSET 0) AS t OFFSET 0) AS w WHERE pg_catalog.pg_advisory_unlock_shared(42)"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {

@@ -78,14 +78,14 @@ var builders = []struct {
 	{"CarrierUnlock", func(v variant) string { return sqltext.CarrierUnlock(4242, 8177, v.shared, v.keys[0]) }},
 	{"CarrierCount", func(variant) string { return sqltext.CarrierCount(4242, 8177) }},
 	{"CarrierHeld", func(variant) string { return sqltext.CarrierHeld(4242, 8177) }},
-	{"AwaitFree", func(v variant) string {
-		ms := int64(0)
-		if v.second {
-			ms = 500
-		}
-		return sqltext.AwaitFree(v.shared, v.keys[0], ms)
-	}},
 	{"SlotTry", func(v variant) string { return sqltext.SlotTry(v.form, v.slots()).Query }},
+	{"WaitSettings", func(variant) string { return sqltext.WaitSettings }},
+	{"SessionSlice", func(v variant) string { return sqltext.SessionSlice(v.shared, 1000, v.keys...) }},
+	{"XactSlice", func(v variant) string { return sqltext.XactSlice(v.shared, 1000, v.keys...) }},
+	{"InSavepoint", func(v variant) string {
+		return sqltext.InSavepoint(v.second, sqltext.SessionSlice(v.shared, 5, v.keys...))
+	}},
+	{"RollbackToWaitSavepoint", func(variant) string { return sqltext.RollbackToWaitSavepoint }},
 	{"CreateSchema", func(variant) string { return sqltext.CreateSchema }},
 	{"SchemaExists", func(variant) string { return sqltext.SchemaExists }},
 	{"TablesNamed", func(variant) string { return sqltext.TablesNamed }},
@@ -96,7 +96,7 @@ var builders = []struct {
 // notStatements lists the package's exported names that are no statement.
 var notStatements = []string{
 	"Form", "Inline", "Params", "Stmt", "Plain", "Key", "Keyer", "KeyOf", "KeysOf", "KeyFromTag",
-	"Schema", "FencingSequence", "LegacyFencingSequence",
+	"Schema", "FencingSequence", "LegacyFencingSequence", "WaitSavepoint",
 }
 
 // TestStatementsQualified fails when a statement the package builds names

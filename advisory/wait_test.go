@@ -1,0 +1,304 @@
+package advisory_test
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/DATA-DOG/go-sqlmock"
+	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+	"github.com/pgadvisory/pgadvisory/mock"
+)
+
+// Unit tests of a wait for a busy key, which runs in slices: statements
+// that each wait at most about a second under lock_timeout, so that none
+// holds a snapshot for longer. The first slice is 1100 ms by default; one
+// that runs out fails with SQLSTATE 55P03, and the wait reads the
+// session's settings and goes on.
+
+// errRanOut is how the server fails a slice that ran out.
+var errRanOut = &sqlState{"55P03", "canceling statement due to lock timeout"}
+
+// defaultSettings answers sqltext.WaitSettings as a session with the
+// server's defaults does.
+func defaultSettings() *sqlmock.Rows { return waitSettingsRows("0", "0", "1s") }
+
+func TestLockWaitsInSlices(t *testing.T) {
+	t.Parallel()
+	k1, k2 := advisory.Int64Key(1), advisory.Int64Key(2)
+	tests := []struct {
+		name   string
+		call   func(context.Context, *sql.Conn) error
+		try    string // the try sent first, which finds the key busy; "" for none
+		shared bool
+		keys   []sqltext.Key
+	}{
+		{name: "Lock", call: func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, k42) },
+			try: sqltext.TryLock(false, false, sqltext.KeyOf(k42)), keys: []sqltext.Key{sqltext.KeyOf(k42)}},
+		{name: "LockShared", call: func(ctx context.Context, c *sql.Conn) error { return advisory.LockShared(ctx, c, kPair) },
+			try: sqltext.TryLock(false, true, sqltext.KeyOf(kPair)), shared: true, keys: []sqltext.Key{sqltext.KeyOf(kPair)}},
+		// Several keys are not tried: the wait starts with a slice.
+		{name: "LockKeys", call: func(ctx context.Context, c *sql.Conn) error { return advisory.LockKeys(ctx, c, k2, k1) },
+			keys: []sqltext.Key{sqltext.KeyOf(k1), sqltext.KeyOf(k2)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			conn, m := mockConn(t)
+			if tt.try != "" {
+				m.ExpectExec(tt.try).WithoutArgs().WillReturnResult(rows(0))
+			}
+			m.ExpectExec(sqltext.SessionSlice(tt.shared, 1100, tt.keys...)).WithoutArgs().WillReturnError(errRanOut)
+			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+			m.ExpectExec(sqltext.SessionSlice(tt.shared, 1100, tt.keys...)).WithoutArgs().WillReturnResult(rows(1))
+			if err := tt.call(context.Background(), conn); err != nil {
+				t.Fatalf("got %v; want nil once the second slice takes the lock", err)
+			}
+			// A slice that runs out holds nothing: the session is still
+			// ours.
+			if err := conn.PingContext(context.Background()); err != nil {
+				t.Fatalf("conn unusable after a wait in slices: %v", err)
+			}
+		})
+	}
+}
+
+func TestXactLockWaitsUnderSavepoint(t *testing.T) {
+	t.Parallel()
+	k1, k2 := advisory.Int64Key(1), advisory.Int64Key(2)
+	tests := []struct {
+		name   string
+		call   func(context.Context, *sql.Tx) error
+		try    string
+		shared bool
+		keys   []sqltext.Key
+	}{
+		{name: "XactLock", call: func(ctx context.Context, tx *sql.Tx) error { return advisory.XactLock(ctx, tx, k42) },
+			try: sqltext.TryLock(true, false, sqltext.KeyOf(k42)), keys: []sqltext.Key{sqltext.KeyOf(k42)}},
+		{name: "XactLockShared", call: func(ctx context.Context, tx *sql.Tx) error { return advisory.XactLockShared(ctx, tx, k42) },
+			try: sqltext.TryLock(true, true, sqltext.KeyOf(k42)), shared: true, keys: []sqltext.Key{sqltext.KeyOf(k42)}},
+		{name: "XactLockKeys", call: func(ctx context.Context, tx *sql.Tx) error { return advisory.XactLockKeys(ctx, tx, k2, k1) },
+			keys: []sqltext.Key{sqltext.KeyOf(k1), sqltext.KeyOf(k2)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tx, m := mockTx(t)
+			if tt.try != "" {
+				m.ExpectExec(tt.try).WithoutArgs().WillReturnResult(rows(0))
+			}
+			slice := sqltext.XactSlice(tt.shared, 1100, tt.keys...)
+			m.ExpectExec(sqltext.InSavepoint(false, slice)).WithoutArgs().WillReturnError(errRanOut)
+			m.ExpectExec(sqltext.RollbackToWaitSavepoint).WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+			m.ExpectExec(sqltext.InSavepoint(true, slice)).WithoutArgs().WillReturnResult(rows(1))
+			m.ExpectCommit()
+			if err := tt.call(context.Background(), tx); err != nil {
+				t.Fatalf("got %v; want nil once the second slice takes the lock", err)
+			}
+			// The caller's transaction outlived the slice that ran out.
+			if err := tx.Commit(); err != nil {
+				t.Fatalf("commit after the wait: %v", err)
+			}
+		})
+	}
+}
+
+// TestWithXactLockWaitsInNewTransactions: a scope that began its own
+// transaction waits for a busy key in transactions of its own, one a
+// slice, and fn gets the one that holds the lock.
+func TestWithXactLockWaitsInNewTransactions(t *testing.T) {
+	t.Parallel()
+	key := sqltext.KeyOf(k42)
+	tests := []struct {
+		name   string
+		ranOut int // slices that run out before one takes the key
+	}{
+		{"FirstSlice", 0},
+		{"AfterOneRanOut", 1},
+		{"AfterTwoRanOut", 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			db, m := mock.New(t, exactSQL)
+			m.ExpectBegin()
+			m.ExpectExec(sqltext.TryLock(true, false, key)).WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectRollback()
+			m.ExpectBegin()
+			for i := range tt.ranOut {
+				m.ExpectExec(sqltext.XactSlice(false, 1100, key)).WithoutArgs().WillReturnError(errRanOut)
+				m.ExpectRollback()
+				m.ExpectBegin()
+				if i == 0 {
+					m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+				}
+			}
+			m.ExpectExec(sqltext.XactSlice(false, 1100, key)).WithoutArgs().WillReturnResult(rows(1))
+			m.ExpectExec("UPDATE jobs SET done = true").WillReturnResult(rows(1))
+			m.ExpectCommit()
+			err := advisory.WithXactLock(context.Background(), db, k42, func(ctx context.Context, tx *sql.Tx) error {
+				if scoped, ok := advisory.TxFromContext(ctx); !ok || scoped != tx {
+					t.Errorf("TxFromContext = %p, %v; want fn's tx %p", scoped, ok, tx)
+				}
+				// A transaction that was rolled back would fail this with
+				// sql.ErrTxDone.
+				_, err := tx.ExecContext(ctx, "UPDATE jobs SET done = true")
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestWaitTimeoutRunsOut: with Timeout, the first slice is the whole
+// wait, and its running out is ErrLockTimeout; it holds nothing, so a
+// session scope's connection goes back to the pool.
+func TestWaitTimeoutRunsOut(t *testing.T) {
+	t.Parallel()
+	key := sqltext.KeyOf(k42)
+	timeout := advisory.Timeout(150 * time.Millisecond)
+	tests := []struct {
+		name   string
+		expect func(m sqlmock.Sqlmock)
+		call   func(ctx context.Context, db *sql.DB, called *bool) error
+	}{
+		{name: "WithSessionLock", expect: func(m sqlmock.Sqlmock) {
+			m.ExpectExec(sqltext.TryLock(false, false, key)).WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectExec(sqltext.SessionSlice(false, 150, key)).WithoutArgs().WillReturnError(errRanOut)
+		}, call: func(ctx context.Context, db *sql.DB, called *bool) error {
+			return advisory.WithSessionLock(ctx, db, k42, func(context.Context, *sql.Conn) error { *called = true; return nil }, timeout)
+		}},
+		{name: "WithXactLock", expect: func(m sqlmock.Sqlmock) {
+			m.ExpectBegin()
+			m.ExpectExec(sqltext.TryLock(true, false, key)).WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectRollback()
+			m.ExpectBegin()
+			m.ExpectExec(sqltext.XactSlice(false, 150, key)).WithoutArgs().WillReturnError(errRanOut)
+			m.ExpectRollback()
+		}, call: func(ctx context.Context, db *sql.DB, called *bool) error {
+			return advisory.WithXactLock(ctx, db, k42, func(context.Context, *sql.Tx) error { *called = true; return nil }, timeout)
+		}},
+		{name: "WithXactLockTx", expect: func(m sqlmock.Sqlmock) {
+			m.ExpectBegin()
+			m.ExpectExec(sqltext.TryLock(true, false, key)).WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectExec(sqltext.InSavepoint(false, sqltext.XactSlice(false, 150, key))).WithoutArgs().WillReturnError(errRanOut)
+			m.ExpectRollback()
+		}, call: func(ctx context.Context, db *sql.DB, called *bool) error {
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			return advisory.WithXactLockTx(ctx, tx, k42, func(context.Context, *sql.Tx) error { *called = true; return nil }, timeout)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			db, m := mock.New(t, sliceSQL)
+			tt.expect(m)
+			called := false
+			err := tt.call(context.Background(), db, &called)
+			if called {
+				t.Error("fn called without the lock")
+			}
+			if !errors.Is(err, advisory.ErrLockTimeout) || !errors.Is(err, errRanOut) {
+				t.Fatalf("got %v; want ErrLockTimeout, with the driver's error", err)
+			}
+			if n := db.Stats().OpenConnections; n != 1 {
+				t.Fatalf("%d connections open; the session should be back in the pool", n)
+			}
+		})
+	}
+}
+
+// TestWaitRunsOutKeepsTheSession: a wait without Timeout ends when the
+// session's lock_timeout, counted from its start, runs out. Its slices
+// hold nothing when they run out, so the session is not discarded.
+func TestWaitRunsOutKeepsTheSession(t *testing.T) {
+	t.Parallel()
+	conn, m := mockConn(t, sliceSQL)
+	key := sqltext.KeyOf(k42)
+	m.ExpectExec(sqltext.TryLock(false, false, key)).WithoutArgs().WillReturnResult(rows(0))
+	m.ExpectExec(sqltext.SessionSlice(false, 1100, key)).WithoutArgs().WillReturnError(errRanOut)
+	m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(waitSettingsRows("1s", "0", "1s"))
+	// What is left of the session's lock_timeout.
+	m.ExpectExec(sqltext.SessionSlice(false, 1000, key)).WithoutArgs().WillReturnError(errRanOut)
+	err := advisory.Lock(context.Background(), conn, k42)
+	if !errors.Is(err, advisory.ErrLockTimeout) || !errors.Is(err, errRanOut) {
+		t.Fatalf("got %v; want ErrLockTimeout, with the driver's error", err)
+	}
+	const want = "advisory: lock 42: lock wait timed out: driver: canceling statement due to lock timeout (SQLSTATE 55P03)"
+	if err.Error() != want {
+		t.Errorf("message\n got %q\nwant %q", err, want)
+	}
+	if err := conn.PingContext(context.Background()); err != nil {
+		t.Fatalf("conn discarded after a wait that ran out: %v", err)
+	}
+}
+
+// cancelOnRead is the result of a statement that ctx ends just after: it
+// cancels as its answer is read.
+type cancelOnRead struct{ cancel context.CancelFunc }
+
+func (r cancelOnRead) LastInsertId() (int64, error) { return 0, nil }
+func (r cancelOnRead) RowsAffected() (int64, error) { r.cancel(); return 0, nil }
+
+var _ driver.Result = cancelOnRead{}
+
+// TestWaitCancelledDuringSliceDiscards: a slice that ctx ends may have
+// been granted as it ended, so the session is discarded.
+func TestWaitCancelledDuringSliceDiscards(t *testing.T) {
+	t.Parallel()
+	conn, m := mockConn(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	key := sqltext.KeyOf(k42)
+	// The try finds the key busy, and ctx ends during the slice after it:
+	// sqlmock answers a statement whose delay ctx cuts short with
+	// sqlmock.ErrCancelled.
+	m.ExpectExec(sqltext.TryLock(false, false, key)).WithoutArgs().WillReturnResult(cancelOnRead{cancel})
+	m.ExpectExec(sqltext.SessionSlice(false, 1100, key)).WithoutArgs().WillDelayFor(time.Minute).WillReturnResult(rows(1))
+	m.ExpectClose()
+	err := advisory.Lock(ctx, conn, k42)
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, sqlmock.ErrCancelled) {
+		t.Fatalf("got %v; want context.Canceled, with the driver's error", err)
+	}
+	if err := conn.PingContext(context.Background()); !errors.Is(err, sql.ErrConnDone) {
+		t.Fatalf("after a slice that ctx ended the conn is still usable (ping: %v)", err)
+	}
+}
+
+// TestSliceSQL checks the matcher the tests of timed slices use: exact,
+// but for a slice's lock_timeout, which may fall short by less than
+// sliceSlack.
+func TestSliceSQL(t *testing.T) {
+	t.Parallel()
+	want := sessionSliceSQL(false, "42", 1000)
+	tests := []struct {
+		name   string
+		actual string
+		ok     bool
+	}{
+		{"Same", want, true},
+		{"JustShort", sessionSliceSQL(false, "42", 999), true},
+		{"ShortBySlack", sessionSliceSQL(false, "42", 1000-sliceSlack), false},
+		{"Longer", sessionSliceSQL(false, "42", 1001), false},
+		{"OtherKey", sessionSliceSQL(false, "43", 1000), false},
+		{"OtherStatement", "SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if err := matchSlice(want, tt.actual); (err == nil) != tt.ok {
+				t.Fatalf("matchSlice(%q) = %v; want a match: %v", tt.actual, err, tt.ok)
+			}
+		})
+	}
+}

@@ -1,0 +1,56 @@
+package scope
+
+import (
+	"context"
+	"database/sql"
+	"slices"
+	"time"
+
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+)
+
+// Take takes session locks on keys on conn as operation op, as o says
+// (Try, Timeout, Shared, WaitSlice), and reports whether it took them. A
+// single key is tried first, in form f, which is the whole of a try and of
+// an uncontended wait: one round trip. A busy key, or several keys, are
+// waited for in slices (see [waitInSlices]). On an error after which the
+// session may hold a lock it did not report, the session is discarded; a
+// wait that ran out holds nothing, and keeps it.
+func Take(ctx context.Context, h Hooks, conn *sql.Conn, op string, keys []sqltext.Key, o *Options, f sqltext.Form) (bool, error) {
+	if conn == nil {
+		return false, ErrNilConn
+	}
+	start := time.Now()
+	acquired, err := take(ctx, conn, op, keys, o, f, start)
+	if h != nil {
+		// A copy, so that keys stays on the caller's stack when nothing
+		// is observed.
+		h.Acquired(ctx, op, slices.Clone(keys), time.Since(start), acquired, err)
+	}
+	return acquired, err
+}
+
+// take is Take, unobserved.
+func take(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, o *Options, f sqltext.Form, start time.Time) (bool, error) {
+	if len(keys) == 1 {
+		stmt := sqltext.TryLockStmt(f, false, o.Shared, keys[0])
+		n, err := Run(ctx, conn, stmt.Query, stmt.Args...)
+		if err != nil {
+			Discard(conn)
+			return false, FailWait(ctx, op, KeyList(keys), err)
+		}
+		if n > 0 || o.Try {
+			return n > 0, nil
+		}
+	}
+	w := waitInSlices(ctx, start, o, op, KeyList(keys),
+		func(ctx context.Context) (waitSettings, error) { return readWaitSettings(ctx, conn) },
+		func(ctx context.Context, _ int, ms int64) error {
+			_, err := Run(ctx, conn, sqltext.SessionSlice(o.Shared, ms, keys...))
+			return err
+		})
+	if w.doubt {
+		Discard(conn)
+	}
+	return w.err == nil, w.err
+}

@@ -1,0 +1,91 @@
+package sqltext
+
+import "strconv"
+
+// The statements of a wait in slices. A statement that waits for a lock
+// keeps the snapshot it started with for as long as it waits, which holds
+// back VACUUM and CREATE INDEX CONCURRENTLY. So a wait is a series of
+// statements, each bounded by lock_timeout, and none holds a snapshot for
+// longer than its slice.
+//
+// A slice takes the keys as transaction locks first. A lock_timeout can
+// fail the statement in the same instant that the server grants the lock,
+// and a transaction lock granted so ends with the statement's transaction.
+// A session slice then takes the session locks as well, which the server
+// grants at once to a session that holds the key already; they outlive the
+// statement, and the transaction locks end with it.
+
+// WaitSettings returns one row: the session's lock_timeout,
+// statement_timeout and deadlock_timeout, as current_setting shows them.
+const WaitSettings = "SELECT pg_catalog.current_setting('lock_timeout'), " +
+	"pg_catalog.current_setting('statement_timeout'), pg_catalog.current_setting('deadlock_timeout')"
+
+// SessionSlice returns one slice of a wait for session locks on keys, in
+// the order given: it waits at most ms milliseconds, then fails with
+// SQLSTATE 55P03 holding nothing it took. One key gives
+//
+//	SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT
+//	pg_catalog.current_setting('lock_timeout') AS prev,
+//	pg_catalog.set_config('lock_timeout', '1000', true),
+//	pg_catalog.pg_advisory_xact_lock(42), pg_catalog.pg_advisory_lock(42)
+//	OFFSET 0) AS t
+//
+// and several count the rows of [Lock]'s statements, for the transaction
+// locks and then for the session locks. The select list runs left to
+// right, as [LockTimeout]'s does.
+func SessionSlice(shared bool, ms int64, keys ...Key) string {
+	return bounded(ms, locks(true, shared, keys)+", "+locks(false, shared, keys))
+}
+
+// XactSlice returns one slice of a wait for transaction locks on keys: it
+// waits at most ms milliseconds, then fails with SQLSTATE 55P03. In a
+// transaction block, that failure aborts the transaction: see
+// [InSavepoint]. Outside one, the statement is its own transaction, and
+// it waits until the keys are free, takes them and lets them go.
+func XactSlice(shared bool, ms int64, keys ...Key) string {
+	return bounded(ms, locks(true, shared, keys))
+}
+
+// locks renders the select-list entry that takes keys: the function call
+// for one key, or a count of the rows of [Lock]'s statement for several.
+func locks(xact, shared bool, keys []Key) string {
+	if len(keys) == 1 {
+		return call(fn("pg_advisory", xact, shared), keys[0])
+	}
+	return "(SELECT pg_catalog.count(*) FROM (" + Lock(xact, shared, keys...) + ") AS l)"
+}
+
+// bounded renders the statement that runs the select-list entries waits
+// with lock_timeout set to ms, and then puts the setting back.
+func bounded(ms int64, waits string) string {
+	return "SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT " +
+		"pg_catalog.current_setting('lock_timeout') AS prev, pg_catalog.set_config('lock_timeout', '" +
+		strconv.FormatInt(ms, 10) + "', true), " + waits + " OFFSET 0) AS t"
+}
+
+// WaitSavepoint names the savepoint under which a slice runs in a
+// transaction the caller began.
+const WaitSavepoint = "pgadvisory_wait"
+
+// RollbackToWaitSavepoint ends a slice that failed under [WaitSavepoint],
+// which then stays.
+const RollbackToWaitSavepoint = "ROLLBACK TO SAVEPOINT " + WaitSavepoint
+
+// InSavepoint returns slice wrapped for a transaction block that must
+// outlive a slice that fails: it runs under a savepoint, released when the
+// slice takes its keys. again says a slice failed before, which left the
+// transaction aborted under the savepoint, and so rolls back to it first:
+//
+//	SAVEPOINT pgadvisory_wait; SELECT ...; RELEASE SAVEPOINT pgadvisory_wait
+//	ROLLBACK TO SAVEPOINT pgadvisory_wait; SELECT ...; RELEASE SAVEPOINT pgadvisory_wait
+//
+// The statements go in one message, so the text carries no parameters:
+// lib/pq and pgx both send it through the simple query protocol, in one
+// round trip, and the server stops at the first that fails.
+func InSavepoint(again bool, slice string) string {
+	begin := "SAVEPOINT " + WaitSavepoint + "; "
+	if again {
+		begin = RollbackToWaitSavepoint + "; "
+	}
+	return begin + slice + "; RELEASE SAVEPOINT " + WaitSavepoint
+}

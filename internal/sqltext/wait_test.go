@@ -1,0 +1,37 @@
+package sqltext_test
+
+import (
+	"testing"
+
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+)
+
+func TestWaitStatements(t *testing.T) {
+	t.Parallel()
+	k := sqltext.Key{Bigint: 42}
+	p := sqltext.Key{Pair: true, A: 1, B: -2}
+	const bound = "SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT pg_catalog.current_setting('lock_timeout') AS prev, " +
+		"pg_catalog.set_config('lock_timeout', '1100', true), "
+	tests := []struct {
+		name, got, want string
+	}{
+		{"SessionSlice", sqltext.SessionSlice(false, 1100, k),
+			bound + "pg_catalog.pg_advisory_xact_lock(42), pg_catalog.pg_advisory_lock(42) OFFSET 0) AS t"},
+		{"SessionSliceShared", sqltext.SessionSlice(true, 1100, p),
+			bound + "pg_catalog.pg_advisory_xact_lock_shared(1,-2), pg_catalog.pg_advisory_lock_shared(1,-2) OFFSET 0) AS t"},
+		{"SessionSliceKeys", sqltext.SessionSlice(false, 1100, k, p),
+			bound + "(SELECT pg_catalog.count(*) FROM (" + sqltext.Lock(true, false, k, p) + ") AS l), " +
+				"(SELECT pg_catalog.count(*) FROM (" + sqltext.Lock(false, false, k, p) + ") AS l) OFFSET 0) AS t"},
+		{"XactSlice", sqltext.XactSlice(false, 1100, k),
+			bound + "pg_catalog.pg_advisory_xact_lock(42) OFFSET 0) AS t"},
+		{"InSavepoint", sqltext.InSavepoint(false, "SELECT 1"),
+			"SAVEPOINT pgadvisory_wait; SELECT 1; RELEASE SAVEPOINT pgadvisory_wait"},
+		{"InSavepointAgain", sqltext.InSavepoint(true, "SELECT 1"),
+			"ROLLBACK TO SAVEPOINT pgadvisory_wait; SELECT 1; RELEASE SAVEPOINT pgadvisory_wait"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s:\n got %s\nwant %s", tt.name, tt.got, tt.want)
+		}
+	}
+}
