@@ -12,12 +12,16 @@
 // # Campaigning
 //
 // A candidate campaigns with a blocking [advisory.Acquire]: it waits in
-// the server, on a connection of its own, and does not poll. PostgreSQL
+// the server's queue for the key, on a connection of its own. PostgreSQL
 // grants the lock to the first waiter the moment the leader's session
 // ends, so a successor takes over within milliseconds of the leader's
-// backend being terminated, and waiting candidates cost the server
-// nothing but an idle connection each. Waiters are served first come,
-// first served.
+// backend being terminated. A candidate may wait for days, so it waits in
+// slices of about a second, each a statement of its own, and holds no
+// snapshot for longer: waiting candidates hold back neither VACUUM nor
+// CREATE INDEX CONCURRENTLY. Each costs the server a backend and one short
+// statement a second. Candidates are served in the order they queued,
+// except that a candidate whose slice runs out queues again at the end;
+// docs/waiting.md says what a wait costs and how the turn goes.
 //
 // # Losing the lead
 //
