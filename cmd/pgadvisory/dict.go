@@ -18,10 +18,10 @@ type dictionary struct {
 }
 
 // Statements on the dictionary table. The table's name is a constant of
-// package keyspace, never input; to_regclass finds it along the
-// search_path as Sync does, and tells whether it exists.
+// package keyspace, schema-qualified, never input; to_regclass tells
+// whether it exists.
 const (
-	sqlDictionaryExists = `SELECT to_regclass($1) IS NOT NULL`
+	sqlDictionaryExists = `SELECT pg_catalog.to_regclass($1) IS NOT NULL`
 	sqlDictionaryRows   = `SELECT id, name, owner, doc FROM ` + keyspace.DefaultTable + ` ORDER BY id`
 )
 

@@ -50,7 +50,8 @@ The flags are:
 		Exit with code after a loss (default 75).
 	--no-fencing
 		Take no fencing token (PGADVISORY_TOKEN is 0). Tokens come from the
-		sequence pgadvisory_fencing_token, which the first use creates.
+		sequence pgadvisory.fencing_token, one per database, which the first
+		use creates (this needs CREATE on the database).
 	--dsn dsn
 		The database; see 'pgadvisory help connect'.
 
@@ -72,7 +73,7 @@ combine: -n -s, not -ns.
 const helpLocks = `
 Locks lists the advisory locks held and awaited in the current database:
 one row per session, key and mode, with the key decoded, its namespace's name
-from the dictionary table (pgadvisory_namespaces, when it exists), the mode,
+from the dictionary table (pgadvisory.namespaces, when it exists), the mode,
 whether it is held or awaited, the backend's PID, application name, user,
 session state, an age, and the PIDs that block a waiter. A table of who
 blocks whom follows when anyone waits.
@@ -151,7 +152,7 @@ A KEY argument is one of:
 	42                the bigint key 42: pg_advisory_lock(42)
 	7:12              the pair key (7, 12): pg_advisory_lock(7, 12)
 	7:nightly         the pair (7, hashtext('nightly')), advisory.NameKey(7, "nightly")
-	billing:nightly   the same, where the dictionary table pgadvisory_namespaces
+	billing:nightly   the same, where the dictionary table pgadvisory.namespaces
 	                  names namespace 7 "billing"
 
 The two kinds of key never conflict: 42 and 0:42 are different locks.

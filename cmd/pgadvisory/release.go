@@ -17,8 +17,8 @@ var cmdRelease = &command{
 
 // Statements of release. The PID is a parameter.
 const (
-	sqlBackendPID = `SELECT pg_backend_pid()`
-	sqlTerminate  = `SELECT pg_terminate_backend($1)`
+	sqlBackendPID = `SELECT pg_catalog.pg_backend_pid()`
+	sqlTerminate  = `SELECT pg_catalog.pg_terminate_backend($1)`
 )
 
 func runRelease(ctx context.Context, e *env, cmd *command, args []string) int {
