@@ -31,6 +31,22 @@ var scopedVariants = []struct {
 	{"exec-param", func(ctx context.Context, db *sql.DB) error {
 		return byHandTx(ctx, db, func(tx *sql.Tx) error { return tryParam(ctx, tx) })
 	}},
+	// ours-wait is WithXactLock without Try on a free key, against the
+	// blocking statement by hand that it sent before its waits ran in
+	// slices.
+	{"ours-wait", func(ctx context.Context, db *sql.DB) error {
+		return advisory.WithXactLock(ctx, db, advisory.Int64Key(freshKeys.Add(1)), noopTx)
+	}},
+	{"exec-lock-inline", func(ctx context.Context, db *sql.DB) error {
+		return byHandTx(ctx, db, func(tx *sql.Tx) error {
+			return execOne(ctx, tx, "SELECT pg_advisory_xact_lock("+strconv.FormatInt(freshKeys.Add(1), 10)+")")
+		})
+	}},
+	{"exec-lock-param", func(ctx context.Context, db *sql.DB) error {
+		return byHandTx(ctx, db, func(tx *sql.Tx) error {
+			return execOne(ctx, tx, "SELECT pg_advisory_xact_lock($1)", freshKeys.Add(1))
+		})
+	}},
 	{"ours-two", func(ctx context.Context, db *sql.DB) error {
 		return advisory.WithXactLock(ctx, db, advisory.Int64Key(freshKeys.Add(1)), func(ctx context.Context, tx *sql.Tx) error {
 			_, err := advisory.TryXactLock(ctx, tx, advisory.Int64Key(freshKeys.Add(1)))

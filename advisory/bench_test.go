@@ -275,6 +275,30 @@ var sessionVariants = []benchVariant{
 		}
 		return execOne(ctx, h.conn, "SELECT 1 WHERE pg_advisory_unlock($1)", k)
 	}},
+	// lock is advisory.Lock on a free key, which tries it, and
+	// exec-lock-inline and exec-lock-param the blocking statement by hand
+	// that it sent before its waits ran in slices: an uncontended Lock
+	// costs what that statement did.
+	{name: "lock", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+		key := advisory.Int64Key(k)
+		if err := advisory.Lock(ctx, h.conn, key); err != nil {
+			return err
+		}
+		return advisory.Unlock(ctx, h.conn, key)
+	}},
+	{name: "exec-lock-inline", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+		s := strconv.FormatInt(k, 10)
+		if err := execOne(ctx, h.conn, "SELECT pg_advisory_lock("+s+")"); err != nil {
+			return err
+		}
+		return execOne(ctx, h.conn, "SELECT 1 WHERE pg_advisory_unlock("+s+")")
+	}},
+	{name: "exec-lock-param", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+		if err := execOne(ctx, h.conn, "SELECT pg_advisory_lock($1)", k); err != nil {
+			return err
+		}
+		return execOne(ctx, h.conn, "SELECT 1 WHERE pg_advisory_unlock($1)", k)
+	}},
 	// observed is ours with an Observer attached, to show what observing
 	// costs; ours itself runs with none, which costs one atomic load.
 	{name: "observed", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
@@ -316,6 +340,17 @@ var xactVariants = []benchVariant{
 	}},
 	{name: "exec-param", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
 		return execOne(ctx, h.tx, "SELECT 1 WHERE pg_try_advisory_xact_lock($1)", k)
+	}},
+	// lock is advisory.XactLock on a free key, against the blocking
+	// statement by hand, as for sessionVariants.
+	{name: "lock", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+		return advisory.XactLock(ctx, h.tx, advisory.Int64Key(k))
+	}},
+	{name: "exec-lock-inline", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+		return execOne(ctx, h.tx, "SELECT pg_advisory_xact_lock("+strconv.FormatInt(k, 10)+")")
+	}},
+	{name: "exec-lock-param", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+		return execOne(ctx, h.tx, "SELECT pg_advisory_xact_lock($1)", k)
 	}},
 }
 

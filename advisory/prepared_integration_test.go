@@ -60,12 +60,12 @@ func TestPreparedStatementsIntegration(t *testing.T) {
 		var want []string
 		if tg.Driver != pgtest.DriverPQ {
 			want = []string{
-				"SELECT 1 WHERE pg_advisory_unlock($1)",
-				"SELECT 1 WHERE pg_advisory_unlock($1,$2)",
-				"SELECT 1 WHERE pg_try_advisory_lock($1)",
-				"SELECT 1 WHERE pg_try_advisory_lock($1,$2)",
-				"SELECT 1 WHERE pg_try_advisory_xact_lock($1)",
-				"SELECT pg_advisory_xact_lock_shared($1,$2)",
+				"SELECT 1 WHERE pg_catalog.pg_advisory_unlock($1)",
+				"SELECT 1 WHERE pg_catalog.pg_advisory_unlock($1,$2)",
+				"SELECT 1 WHERE pg_catalog.pg_try_advisory_lock($1)",
+				"SELECT 1 WHERE pg_catalog.pg_try_advisory_lock($1,$2)",
+				"SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock($1)",
+				"SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock_shared($1,$2)",
 			}
 		}
 		if !slices.Equal(got, want) {
@@ -75,7 +75,8 @@ func TestPreparedStatementsIntegration(t *testing.T) {
 		if tg.Driver != pgtest.DriverPQ {
 			xconn := pgtest.Conn(t, tg.DB)
 			got := preparedStatements(t, xconn)
-			want := []string{"SELECT 1 WHERE pg_try_advisory_xact_lock($1)", "SELECT pg_advisory_xact_lock($1)"}
+			// A free key's wait is its try.
+			want := []string{"SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock($1)"}
 			if !slices.Equal(got, want) {
 				t.Errorf("prepared statements on the transactions' connection:\n got %q\nwant %q", got, want)
 			}

@@ -258,7 +258,7 @@ type pgScope struct {
 	// with runs fn under the helper's lock; q is fn's *sql.Tx or *sql.Conn.
 	with func(ctx context.Context, db *sql.DB, k advisory.Key, fn func(ctx context.Context, q pgtest.Querier) error, opts ...advisory.Option) error
 	// afterAcquireError checks the one session pid of db (from
-	// pgOpenOne) after the server failed the acquire with an error.
+	// pgOpenOne) after the server ended the wait with lock_timeout.
 	afterAcquireError func(t *testing.T, obs, db *sql.DB, pid int)
 	// afterEndedWait checks the session pid after ctx ended while the
 	// helper waited for the lock, and the waiter was seen waiting or not.
@@ -297,11 +297,12 @@ var pgScopes = []pgScope{
 		with: func(ctx context.Context, db *sql.DB, k advisory.Key, fn func(context.Context, pgtest.Querier) error, opts ...advisory.Option) error {
 			return advisory.WithSessionLock(ctx, db, k, func(ctx context.Context, conn *sql.Conn) error { return fn(ctx, conn) }, opts...)
 		},
-		afterAcquireError: func(t *testing.T, obs, _ *sql.DB, pid int) {
+		afterAcquireError: func(t *testing.T, obs, db *sql.DB, pid int) {
 			t.Helper()
-			// An acquire error leaves the session in doubt: it is closed,
-			// and the next user gets a new one.
-			pgWaitGone(t, obs, pid)
+			// A wait that ran out took its key as a transaction lock
+			// first, which ended with the statement: the session holds
+			// nothing and goes back to the pool.
+			pgRequirePooledClean(t, obs, db, pid)
 		},
 		afterEndedWait: func(t *testing.T, obs *sql.DB, pid int, waited bool) {
 			t.Helper()

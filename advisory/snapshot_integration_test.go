@@ -70,6 +70,12 @@ var waitEntryPoints = []struct {
 			return nil
 		})
 	}},
+	{"WithSessionLock", true, func(ctx context.Context, db *sql.DB, key advisory.Key, held func()) error {
+		return advisory.WithSessionLock(ctx, db, key, func(context.Context, *sql.Conn) error {
+			held()
+			return nil
+		})
+	}},
 	{"WithSessionLockTimeout", true, func(ctx context.Context, db *sql.DB, key advisory.Key, held func()) error {
 		return advisory.WithSessionLock(ctx, db, key, func(context.Context, *sql.Conn) error {
 			held()

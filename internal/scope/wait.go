@@ -178,7 +178,12 @@ func waitInSlices(ctx context.Context, start time.Time, o *Options, op, keys str
 		switch {
 		case err == nil:
 			return waitOutcome{}
-		case SQLState(err) != "55P03" || ctx.Err() != nil:
+		case ctx.Err() != nil:
+			// Whatever the statement says (a slice may run out as the
+			// driver cancels it), ctx ended the wait, and a cancel may
+			// still be in flight.
+			return waitOutcome{err: FailKind(op, keys, ctx.Err(), err), doubt: true}
+		case SQLState(err) != "55P03":
 			return waitOutcome{err: FailWait(ctx, op, keys, err), doubt: true}
 		case last:
 			return waitOutcome{err: FailKind(op, keys, ErrLockTimeout, err)}
