@@ -322,7 +322,8 @@ func (m *Mux) await(ctx context.Context, key sqltext.Key, o *Options, op string,
 		w := waitInSlices(ctx, start, &wo, op, key.String(),
 			func(ctx context.Context) (waitSettings, error) { return readWaitSettings(ctx, conn) },
 			func(ctx context.Context, _ int, ms int64) error {
-				_, err := Run(ctx, conn, sqltext.XactSlice(o.Shared, ms, key))
+				stmt := sqltext.XactSliceStmt(ConnForm(conn), o.Shared, ms, key)
+				_, err := Run(ctx, conn, stmt.Query, stmt.Args...)
 				return err
 			})
 		if w.doubt {

@@ -46,7 +46,11 @@ func take(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, o 
 	w := waitInSlices(ctx, start, o, op, KeyList(keys),
 		func(ctx context.Context) (waitSettings, error) { return readWaitSettings(ctx, conn) },
 		func(ctx context.Context, _ int, ms int64) error {
-			_, err := Run(ctx, conn, sqltext.SessionSlice(o.Shared, ms, keys...))
+			stmt := sqltext.Plain(sqltext.SessionSlice(o.Shared, ms, keys...))
+			if len(keys) == 1 {
+				stmt = sqltext.SessionSliceStmt(f, o.Shared, ms, keys[0])
+			}
+			_, err := Run(ctx, conn, stmt.Query, stmt.Args...)
 			return err
 		})
 	if w.doubt {

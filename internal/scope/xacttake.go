@@ -34,7 +34,7 @@ func XactTake(ctx context.Context, h Hooks, tx *sql.Tx, begin BeginFunc, op stri
 		return nil, false, ErrNilTx
 	}
 	start := time.Now()
-	w := xactWait{tx: tx, begin: begin, keys: keys, shared: o.Shared}
+	w := xactWait{tx: tx, begin: begin, keys: keys, shared: o.Shared, form: f}
 	acquired, err := w.take(ctx, op, o, f, start)
 	if h != nil {
 		h.Acquired(ctx, op, slices.Clone(keys), time.Since(start), acquired, err)
@@ -48,7 +48,8 @@ type xactWait struct {
 	begin  BeginFunc
 	keys   []sqltext.Key
 	shared bool
-	fresh  bool // tx was begun for the next slice and has run nothing that failed
+	form   sqltext.Form // the form of a slice of one key in a transaction of the wait's own
+	fresh  bool         // tx was begun for the next slice and has run nothing that failed
 }
 
 func (w *xactWait) take(ctx context.Context, op string, o *Options, f sqltext.Form, start time.Time) (bool, error) {
@@ -71,14 +72,22 @@ func (w *xactWait) take(ctx context.Context, op string, o *Options, f sqltext.Fo
 
 // slice runs slice n, of ms milliseconds.
 func (w *xactWait) slice(ctx context.Context, n int, ms int64) error {
-	stmt := sqltext.XactSlice(w.shared, ms, w.keys...)
-	if w.begin == nil {
-		stmt = sqltext.InSavepoint(n > 0, stmt)
-	} else if err := w.restart(ctx); err != nil {
-		return err
+	stmt := sqltext.Plain(sqltext.XactSlice(w.shared, ms, w.keys...))
+	switch {
+	case w.begin == nil:
+		// One message of three statements, which only the simple query
+		// protocol carries: the key goes in the text.
+		stmt.Query = sqltext.InSavepoint(n > 0, stmt.Query)
+	case len(w.keys) == 1:
+		stmt = sqltext.XactSliceStmt(w.form, w.shared, ms, w.keys[0])
+	}
+	if w.begin != nil {
+		if err := w.restart(ctx); err != nil {
+			return err
+		}
 	}
 	w.fresh = false
-	_, err := Run(ctx, w.tx, stmt)
+	_, err := Run(ctx, w.tx, stmt.Query, stmt.Args...)
 	return err
 }
 

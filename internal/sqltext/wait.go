@@ -89,3 +89,51 @@ func InSavepoint(again bool, slice string) string {
 	}
 	return begin + slice + "; RELEASE SAVEPOINT " + WaitSavepoint
 }
+
+// SessionSliceStmt is [SessionSlice] for one key, in form f. In the Params
+// form the bound is $1 and the key $2 (or $2 and $3), so that the text is
+// the same for every slice and key, and pgx prepares it once per
+// connection.
+func SessionSliceStmt(f Form, shared bool, ms int64, key Key) Stmt {
+	if f != Params {
+		return Plain(SessionSlice(shared, ms, key))
+	}
+	return sliceParams(sessionSliceTexts[b2i(shared)], ms, key)
+}
+
+// XactSliceStmt is [XactSlice] for one key, in form f, as
+// [SessionSliceStmt] is for a session.
+func XactSliceStmt(f Form, shared bool, ms int64, key Key) Stmt {
+	if f != Params {
+		return Plain(XactSlice(shared, ms, key))
+	}
+	return sliceParams(xactSliceTexts[b2i(shared)], ms, key)
+}
+
+// sliceParams returns the slice statement of texts, for a bigint key and
+// for a pair, that fits key, with the bound and the key as its arguments.
+func sliceParams(texts [2]string, ms int64, key Key) Stmt {
+	bound := strconv.FormatInt(ms, 10)
+	if key.Pair {
+		return Stmt{Query: texts[1], Args: []any{bound, key.A, key.B}}
+	}
+	return Stmt{Query: texts[0], Args: []any{bound, key.Bigint}}
+}
+
+// sessionSliceTexts and xactSliceTexts hold the slice statements of the
+// Params form, by whether the lock is shared, then whether the key is a
+// pair.
+var sessionSliceTexts, xactSliceTexts [2][2]string
+
+func init() {
+	prefix := "SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT " +
+		"pg_catalog.current_setting('lock_timeout') AS prev, pg_catalog.set_config('lock_timeout', $1, true), "
+	for shared := range 2 {
+		for pair, args := range [2]string{"($2)", "($2,$3)"} {
+			xact := fn("pg_advisory", true, shared == 1) + args
+			session := fn("pg_advisory", false, shared == 1) + args
+			xactSliceTexts[shared][pair] = prefix + xact + " OFFSET 0) AS t"
+			sessionSliceTexts[shared][pair] = prefix + xact + ", " + session + " OFFSET 0) AS t"
+		}
+	}
+}

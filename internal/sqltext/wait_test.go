@@ -24,6 +24,13 @@ func TestWaitStatements(t *testing.T) {
 				"(SELECT pg_catalog.count(*) FROM (" + sqltext.Lock(false, false, k, p) + ") AS l) OFFSET 0) AS t"},
 		{"XactSlice", sqltext.XactSlice(false, 1100, k),
 			bound + "pg_catalog.pg_advisory_xact_lock(42) OFFSET 0) AS t"},
+		{"SessionSliceParams", sqltext.SessionSliceStmt(sqltext.Params, false, 1100, p).Query,
+			"SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT pg_catalog.current_setting('lock_timeout') AS prev, " +
+				"pg_catalog.set_config('lock_timeout', $1, true), pg_catalog.pg_advisory_xact_lock($2,$3), pg_catalog.pg_advisory_lock($2,$3) OFFSET 0) AS t"},
+		{"XactSliceParams", sqltext.XactSliceStmt(sqltext.Params, true, 1100, k).Query,
+			"SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT pg_catalog.current_setting('lock_timeout') AS prev, " +
+				"pg_catalog.set_config('lock_timeout', $1, true), pg_catalog.pg_advisory_xact_lock_shared($2) OFFSET 0) AS t"},
+		{"SessionSliceInline", sqltext.SessionSliceStmt(sqltext.Inline, false, 1100, k).Query, sqltext.SessionSlice(false, 1100, k)},
 		{"InSavepoint", sqltext.InSavepoint(false, "SELECT 1"),
 			"SAVEPOINT pgadvisory_wait; SELECT 1; RELEASE SAVEPOINT pgadvisory_wait"},
 		{"InSavepointAgain", sqltext.InSavepoint(true, "SELECT 1"),
