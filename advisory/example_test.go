@@ -58,6 +58,7 @@ func ExampleWithXactLock() {
 func ExampleWithSessionLock() {
 	db := exampleDB(func(m sqlmock.Sqlmock) {
 		m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(1,1)").WillReturnResult(sqlmock.NewResult(0, 0))
+		m.ExpectQuery(waitSettingsSQL).WillReturnRows(waitSettingsRows("0", "0", "1s"))
 		m.ExpectExec(sessionSliceSQL(false, "1,1", 1100)).WillReturnResult(sqlmock.NewResult(0, 1))
 		m.ExpectExec(releaseSQL("pg_catalog.pg_advisory_unlock(1,1)")).WillReturnResult(sqlmock.NewResult(0, 1))
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 	"github.com/pgadvisory/pgadvisory/mock"
 )
 
@@ -22,7 +23,7 @@ func TestWithXactLock(t *testing.T) {
 	tests := []struct {
 		name     string
 		opts     []advisory.Option
-		busy     bool // the try finds the key busy: the wait rolls back and waits in a new transaction
+		busy     bool // the try finds the key busy: the wait reads the settings, then rolls back and waits in a new transaction, in one statement
 		lockSQL  string
 		affected int64
 		lockErr  error
@@ -53,12 +54,13 @@ func TestWithXactLock(t *testing.T) {
 			t.Parallel()
 			db, m := mock.New(t, sliceSQL)
 			m.ExpectBegin()
+			lockSQL := tt.lockSQL
 			if tt.busy {
 				m.ExpectExec(try42).WithoutArgs().WillReturnResult(rows(0))
-				m.ExpectRollback()
-				m.ExpectBegin()
+				m.ExpectQuery(waitSettingsSQL).WillReturnRows(waitSettingsRows("0", "0", "1s"))
+				lockSQL = "ROLLBACK; BEGIN; " + lockSQL
 			}
-			e := m.ExpectExec(tt.lockSQL).WithoutArgs()
+			e := m.ExpectExec(lockSQL).WithoutArgs()
 			if tt.lockErr != nil {
 				e.WillReturnError(tt.lockErr)
 			} else {
@@ -251,7 +253,7 @@ func TestWithSessionLock(t *testing.T) {
 	tests := []struct {
 		name       string
 		opts       []advisory.Option
-		busy       bool // the try finds the key busy, and the wait goes on in slices
+		busy       bool // the try finds the key busy, the wait reads the settings and goes on in slices
 		lockSQL    string
 		affected   int64
 		fnErr      error
@@ -292,6 +294,7 @@ func TestWithSessionLock(t *testing.T) {
 			db, m := mock.New(t, sliceSQL)
 			if tt.busy {
 				m.ExpectExec(try42).WithoutArgs().WillReturnResult(rows(0))
+				m.ExpectQuery(waitSettingsSQL).WillReturnRows(waitSettingsRows("0", "0", "1s"))
 			}
 			e := m.ExpectExec(tt.lockSQL).WithoutArgs()
 			if tt.lockFailed != nil {
@@ -556,11 +559,19 @@ func timeoutSQL(lock string, ms int) string {
 // it takes the key as a transaction lock, then as a session lock, waiting
 // at most ms milliseconds.
 func sessionSliceSQL(shared bool, key string, ms int) string {
-	suffix := ""
-	if shared {
-		suffix = "_shared"
+	return sqltext.SessionSliceStmt(sqltext.Inline, shared, int64(ms), sliceKey(key)).Query
+}
+
+// sliceKey parses a key written as its lock functions' arguments: "42" or
+// "1,-2".
+func sliceKey(key string) sqltext.Key {
+	if a, b, ok := strings.Cut(key, ","); ok {
+		x, _ := strconv.ParseInt(a, 10, 32)
+		y, _ := strconv.ParseInt(b, 10, 32)
+		return sqltext.Key{Pair: true, A: int32(x), B: int32(y)}
 	}
-	return timeoutSQL("pg_catalog.pg_advisory_xact_lock"+suffix+"("+key+"), pg_catalog.pg_advisory_lock"+suffix+"("+key+")", ms)
+	n, _ := strconv.ParseInt(key, 10, 64)
+	return sqltext.Key{Bigint: n}
 }
 
 // xactSliceSQL is a slice of a wait for an exclusive transaction lock on
@@ -580,8 +591,9 @@ func inSavepointSQL(again bool, slice string) string {
 	return begin + slice + "; RELEASE SAVEPOINT pgadvisory_wait"
 }
 
-// waitSettingsSQL is the query that reads the settings that bound a wait,
-// after its first slice ran out.
+// waitSettingsSQL is the query that reads the settings that bound a wait:
+// for one key right after the try that found it busy, for several after
+// the first slice that ran out.
 const waitSettingsSQL = "SELECT pg_catalog.current_setting('lock_timeout'), " +
 	"pg_catalog.current_setting('statement_timeout'), pg_catalog.current_setting('deadlock_timeout')"
 

@@ -90,7 +90,7 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 	tests := []struct {
 		name    string
 		call    func(context.Context, *sql.Conn) error
-		try     string // a try sent first, which finds the key busy
+		try     string // a try sent first, which finds the key busy; the wait then reads the settings
 		sql     string
 		result  sql.Result
 		err     error
@@ -198,6 +198,7 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 			}
 			if tt.try != "" {
 				m.ExpectExec(tt.try).WithoutArgs().WillReturnResult(rows(0))
+				m.ExpectQuery(waitSettingsSQL).WillReturnRows(waitSettingsRows("0", "0", "1s"))
 			}
 			e := m.ExpectExec(tt.sql).WithoutArgs()
 			if tt.err != nil {

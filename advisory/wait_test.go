@@ -3,7 +3,6 @@ package advisory_test
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"testing"
 	"time"
@@ -16,9 +15,11 @@ import (
 
 // Unit tests of a wait for a busy key, which runs in slices: statements
 // that each wait at most about a second under lock_timeout, so that none
-// holds a snapshot for longer. The first slice is 1100 ms by default; one
-// that runs out fails with SQLSTATE 55P03, and the wait reads the
-// session's settings and goes on.
+// holds a snapshot for longer. A slice is 1100 ms by default; one that
+// runs out fails with SQLSTATE 55P03, and the wait goes on. A wait for one
+// key reads the session's settings right after the try that found it
+// busy; a wait for several runs its first slice blind and reads them
+// after the first slice that ran out.
 
 // errRanOut is how the server fails a slice that ran out.
 var errRanOut = &sqlState{"55P03", "canceling statement due to lock timeout"}
@@ -51,9 +52,12 @@ func TestLockWaitsInSlices(t *testing.T) {
 			conn, m := mockConn(t)
 			if tt.try != "" {
 				m.ExpectExec(tt.try).WithoutArgs().WillReturnResult(rows(0))
+				m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
 			}
 			m.ExpectExec(sqltext.SessionSlice(tt.shared, 1100, tt.keys...)).WithoutArgs().WillReturnError(errRanOut)
-			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+			if tt.try == "" {
+				m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+			}
 			m.ExpectExec(sqltext.SessionSlice(tt.shared, 1100, tt.keys...)).WithoutArgs().WillReturnResult(rows(1))
 			if err := tt.call(context.Background(), conn); err != nil {
 				t.Fatalf("got %v; want nil once the second slice takes the lock", err)
@@ -90,11 +94,16 @@ func TestXactLockWaitsUnderSavepoint(t *testing.T) {
 			tx, m := mockTx(t)
 			if tt.try != "" {
 				m.ExpectExec(tt.try).WithoutArgs().WillReturnResult(rows(0))
+				m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
 			}
 			slice := sqltext.XactSlice(tt.shared, 1100, tt.keys...)
 			m.ExpectExec(sqltext.InSavepoint(false, slice)).WithoutArgs().WillReturnError(errRanOut)
-			m.ExpectExec(sqltext.RollbackToWaitSavepoint).WithoutArgs().WillReturnResult(rows(0))
-			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+			if tt.try == "" {
+				// Several keys read the settings after the first slice,
+				// out of the aborted savepoint.
+				m.ExpectExec(sqltext.RollbackToWaitSavepoint).WithoutArgs().WillReturnResult(rows(0))
+				m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+			}
 			m.ExpectExec(sqltext.InSavepoint(true, slice)).WithoutArgs().WillReturnResult(rows(1))
 			m.ExpectCommit()
 			if err := tt.call(context.Background(), tx); err != nil {
@@ -110,7 +119,8 @@ func TestXactLockWaitsUnderSavepoint(t *testing.T) {
 
 // TestWithXactLockWaitsInNewTransactions: a scope that began its own
 // transaction waits for a busy key in transactions of its own, one a
-// slice, and fn gets the one that holds the lock.
+// slice: each slice ends the transaction before it and begins the next in
+// the same statement, on the same *sql.Tx, which fn gets.
 func TestWithXactLockWaitsInNewTransactions(t *testing.T) {
 	t.Parallel()
 	key := sqltext.KeyOf(k42)
@@ -128,17 +138,12 @@ func TestWithXactLockWaitsInNewTransactions(t *testing.T) {
 			db, m := mock.New(t, exactSQL)
 			m.ExpectBegin()
 			m.ExpectExec(sqltext.TryLock(true, false, key)).WithoutArgs().WillReturnResult(rows(0))
-			m.ExpectRollback()
-			m.ExpectBegin()
-			for i := range tt.ranOut {
-				m.ExpectExec(sqltext.XactSlice(false, 1100, key)).WithoutArgs().WillReturnError(errRanOut)
-				m.ExpectRollback()
-				m.ExpectBegin()
-				if i == 0 {
-					m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
-				}
+			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+			slice := "ROLLBACK; BEGIN; " + sqltext.XactSlice(false, 1100, key)
+			for range tt.ranOut {
+				m.ExpectExec(slice).WithoutArgs().WillReturnError(errRanOut)
 			}
-			m.ExpectExec(sqltext.XactSlice(false, 1100, key)).WithoutArgs().WillReturnResult(rows(1))
+			m.ExpectExec(slice).WithoutArgs().WillReturnResult(rows(1))
 			m.ExpectExec("UPDATE jobs SET done = true").WillReturnResult(rows(1))
 			m.ExpectCommit()
 			err := advisory.WithXactLock(context.Background(), db, k42, func(ctx context.Context, tx *sql.Tx) error {
@@ -171,6 +176,7 @@ func TestWaitTimeoutRunsOut(t *testing.T) {
 	}{
 		{name: "WithSessionLock", expect: func(m sqlmock.Sqlmock) {
 			m.ExpectExec(sqltext.TryLock(false, false, key)).WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
 			m.ExpectExec(sqltext.SessionSlice(false, 150, key)).WithoutArgs().WillReturnError(errRanOut)
 		}, call: func(ctx context.Context, db *sql.DB, called *bool) error {
 			return advisory.WithSessionLock(ctx, db, k42, func(context.Context, *sql.Conn) error { *called = true; return nil }, timeout)
@@ -178,9 +184,8 @@ func TestWaitTimeoutRunsOut(t *testing.T) {
 		{name: "WithXactLock", expect: func(m sqlmock.Sqlmock) {
 			m.ExpectBegin()
 			m.ExpectExec(sqltext.TryLock(true, false, key)).WithoutArgs().WillReturnResult(rows(0))
-			m.ExpectRollback()
-			m.ExpectBegin()
-			m.ExpectExec(sqltext.XactSlice(false, 150, key)).WithoutArgs().WillReturnError(errRanOut)
+			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+			m.ExpectExec("ROLLBACK; BEGIN; " + sqltext.XactSlice(false, 150, key)).WithoutArgs().WillReturnError(errRanOut)
 			m.ExpectRollback()
 		}, call: func(ctx context.Context, db *sql.DB, called *bool) error {
 			return advisory.WithXactLock(ctx, db, k42, func(context.Context, *sql.Tx) error { *called = true; return nil }, timeout)
@@ -188,7 +193,10 @@ func TestWaitTimeoutRunsOut(t *testing.T) {
 		{name: "WithXactLockTx", expect: func(m sqlmock.Sqlmock) {
 			m.ExpectBegin()
 			m.ExpectExec(sqltext.TryLock(true, false, key)).WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
 			m.ExpectExec(sqltext.InSavepoint(false, sqltext.XactSlice(false, 150, key))).WithoutArgs().WillReturnError(errRanOut)
+			// The wait leaves the caller's transaction as it was.
+			m.ExpectExec(sqltext.LeaveWaitSavepoint).WithoutArgs().WillReturnResult(rows(0))
 			m.ExpectRollback()
 		}, call: func(ctx context.Context, db *sql.DB, called *bool) error {
 			tx, err := db.BeginTx(ctx, nil)
@@ -226,9 +234,9 @@ func TestWaitRunsOutKeepsTheSession(t *testing.T) {
 	conn, m := mockConn(t, sliceSQL)
 	key := sqltext.KeyOf(k42)
 	m.ExpectExec(sqltext.TryLock(false, false, key)).WithoutArgs().WillReturnResult(rows(0))
-	m.ExpectExec(sqltext.SessionSlice(false, 1100, key)).WithoutArgs().WillReturnError(errRanOut)
 	m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(waitSettingsRows("1s", "0", "1s"))
-	// What is left of the session's lock_timeout.
+	// The settings come before the first slice, which waits for what is
+	// left of the session's lock_timeout, shorter than a slice: the last.
 	m.ExpectExec(sqltext.SessionSlice(false, 1000, key)).WithoutArgs().WillReturnError(errRanOut)
 	err := advisory.Lock(context.Background(), conn, k42)
 	if !errors.Is(err, advisory.ErrLockTimeout) || !errors.Is(err, errRanOut) {
@@ -243,28 +251,27 @@ func TestWaitRunsOutKeepsTheSession(t *testing.T) {
 	}
 }
 
-// cancelOnRead is the result of a statement that ctx ends just after: it
-// cancels as its answer is read.
-type cancelOnRead struct{ cancel context.CancelFunc }
-
-func (r cancelOnRead) LastInsertId() (int64, error) { return 0, nil }
-func (r cancelOnRead) RowsAffected() (int64, error) { r.cancel(); return 0, nil }
-
-var _ driver.Result = cancelOnRead{}
-
 // TestWaitCancelledDuringSliceDiscards: a slice that ctx ends may have
 // been granted as it ended, so the session is discarded.
 func TestWaitCancelledDuringSliceDiscards(t *testing.T) {
 	t.Parallel()
-	conn, m := mockConn(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	key := sqltext.KeyOf(k42)
-	// The try finds the key busy, and ctx ends during the slice after it:
-	// sqlmock answers a statement whose delay ctx cuts short with
+	slice := sqltext.SessionSlice(false, 1100, key)
+	// ctx ends as the slice reaches the server: the matcher cancels it,
+	// and sqlmock answers a statement whose delay ctx cuts short with
 	// sqlmock.ErrCancelled.
-	m.ExpectExec(sqltext.TryLock(false, false, key)).WithoutArgs().WillReturnResult(cancelOnRead{cancel})
-	m.ExpectExec(sqltext.SessionSlice(false, 1100, key)).WithoutArgs().WillDelayFor(time.Minute).WillReturnResult(rows(1))
+	cancelAtSlice := sqlmock.QueryMatcherFunc(func(expected, actual string) error {
+		if actual == slice {
+			cancel()
+		}
+		return sqlmock.QueryMatcherEqual.Match(expected, actual)
+	})
+	conn, m := mockConn(t, mock.QueryMatcher(cancelAtSlice))
+	m.ExpectExec(sqltext.TryLock(false, false, key)).WithoutArgs().WillReturnResult(rows(0))
+	m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+	m.ExpectExec(slice).WithoutArgs().WillDelayFor(time.Minute).WillReturnResult(rows(1))
 	m.ExpectClose()
 	err := advisory.Lock(ctx, conn, k42)
 	if !errors.Is(err, context.Canceled) || !errors.Is(err, sqlmock.ErrCancelled) {

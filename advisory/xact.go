@@ -66,7 +66,7 @@ func XactLockKeys(ctx context.Context, tx *sql.Tx, keys ...Key) error {
 // under a savepoint; see [scope.XactTake].
 func xactWait(ctx context.Context, tx *sql.Tx, op string, keys []sqltext.Key, shared bool) error {
 	o := scope.Options{Shared: shared}
-	_, _, err := scope.XactTake(ctx, scope.DefaultHooks(), tx, nil, op, keys, &o, scope.TxForm(tx))
+	_, err := scope.XactTake(ctx, scope.DefaultHooks(), tx, false, op, keys, &o, scope.TxForm(tx))
 	return err
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 )
 
 func TestXactSQL(t *testing.T) {
@@ -78,14 +79,17 @@ func TestXactErrors(t *testing.T) {
 			t.Parallel()
 			tx, m := mockTx(t, sliceSQL)
 			m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)").WillReturnResult(rows(0))
-			slice := m.ExpectExec(inSavepointSQL(false, xactSliceSQL("42", 1100)))
-			if tt.err.(*sqlState).code == "55P03" {
-				slice.WillReturnError(&sqlState{"55P03", "canceling statement due to lock timeout"})
-				m.ExpectExec("ROLLBACK TO SAVEPOINT pgadvisory_wait").WillReturnResult(rows(0))
+			ranOut := tt.err.(*sqlState).code == "55P03"
+			if ranOut {
+				// The session's lock_timeout bounds the wait: its only
+				// slice is the last, and its running out ends the wait.
 				m.ExpectQuery(waitSettingsSQL).WillReturnRows(waitSettingsRows("1s", "0", "1s"))
-				slice = m.ExpectExec(inSavepointSQL(true, xactSliceSQL("42", 1000)))
+				m.ExpectExec(inSavepointSQL(false, xactSliceSQL("42", 1000))).WillReturnError(tt.err)
+				m.ExpectExec("ROLLBACK TO SAVEPOINT pgadvisory_wait; RELEASE SAVEPOINT pgadvisory_wait").WillReturnResult(rows(0))
+			} else {
+				m.ExpectQuery(waitSettingsSQL).WillReturnRows(waitSettingsRows("0", "0", "1s"))
+				m.ExpectExec(inSavepointSQL(false, xactSliceSQL("42", 1100))).WillReturnError(tt.err)
 			}
-			slice.WillReturnError(tt.err)
 			m.ExpectRollback()
 			err := advisory.XactLock(context.Background(), tx, k42)
 			if !errors.Is(err, tt.want) || !errors.Is(err, tt.err) {
@@ -96,6 +100,38 @@ func TestXactErrors(t *testing.T) {
 				t.Fatalf("errors.As cannot reach the SQLSTATE of %q", err)
 			}
 		})
+	}
+}
+
+// TestXactLockRunsOutLeavesSavepoint: in the caller's transaction, a wait
+// that runs out (here the session's lock_timeout, since XactLock has no
+// Timeout) rolls back to the wait's savepoint and releases it, so that
+// the transaction is as it was and goes on.
+func TestXactLockRunsOutLeavesSavepoint(t *testing.T) {
+	t.Parallel()
+	tx, m := mockTx(t, sliceSQL)
+	key := sqltext.KeyOf(k42)
+	ranOut := &sqlState{"55P03", "canceling statement due to lock timeout"}
+	m.ExpectExec(sqltext.TryLock(true, false, key)).WithoutArgs().WillReturnResult(rows(0))
+	m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(waitSettingsRows("100ms", "0", "1s"))
+	m.ExpectExec(sqltext.InSavepoint(false, sqltext.XactSlice(false, 100, key))).WithoutArgs().WillReturnError(ranOut)
+	m.ExpectExec(sqltext.LeaveWaitSavepoint).WithoutArgs().WillReturnResult(rows(0))
+	m.ExpectExec("UPDATE jobs SET skipped = true").WillReturnResult(rows(1))
+	m.ExpectCommit()
+	err := advisory.XactLock(context.Background(), tx, k42)
+	if !errors.Is(err, advisory.ErrLockTimeout) || !errors.Is(err, ranOut) {
+		t.Fatalf("got %v; want ErrLockTimeout, with the driver's error", err)
+	}
+	const want = "advisory: xact lock 42: lock wait timed out: driver: canceling statement due to lock timeout (SQLSTATE 55P03)"
+	if err.Error() != want {
+		t.Errorf("message\n got %q\nwant %q", err, want)
+	}
+	// The caller's transaction is usable after the wait.
+	if _, err := tx.Exec("UPDATE jobs SET skipped = true"); err != nil {
+		t.Fatalf("exec after the wait: %v", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatalf("commit after the wait: %v", err)
 	}
 }
 

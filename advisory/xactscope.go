@@ -48,12 +48,11 @@ func WithXactLock(ctx context.Context, db *sql.DB, key Key, fn func(ctx context.
 	if err != nil {
 		return err
 	}
-	begin := func(ctx context.Context) (*sql.Tx, error) { return db.BeginTx(ctx, o.TxOpts) }
-	tx, err := begin(ctx)
+	tx, err := db.BeginTx(ctx, o.TxOpts)
 	if err != nil {
 		return scope.Fail(ctx, "begin", "", err)
 	}
-	return scope.Xact(ctx, tx, begin, key.sql(), fn, &o)
+	return scope.Xact(ctx, tx, true, key.sql(), fn, &o)
 }
 
 // WithXactLockTx is [WithXactLock] for a transaction the caller has
@@ -72,7 +71,7 @@ func WithXactLockTx(ctx context.Context, tx *sql.Tx, key Key, fn func(ctx contex
 	if err != nil {
 		return scope.Join(err, scope.Rollback(tx))
 	}
-	return scope.Xact(ctx, tx, nil, key.sql(), fn, &o)
+	return scope.Xact(ctx, tx, false, key.sql(), fn, &o)
 }
 
 // NewTxContext returns a copy of ctx that carries tx, for [TxFromContext]

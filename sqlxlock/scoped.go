@@ -32,22 +32,11 @@ func WithXactLock(ctx context.Context, db *sqlx.DB, key advisory.Key, fn func(ct
 	if err != nil {
 		return err
 	}
-	// A wait for a busy key may begin the transaction again: fn gets
-	// the one that holds the lock.
-	var tx *sqlx.Tx
-	begin := func(ctx context.Context) (*sql.Tx, error) {
-		t, err := db.BeginTxx(ctx, o.TxOpts)
-		if err != nil {
-			return nil, err
-		}
-		tx = t
-		return t.Tx, nil
-	}
-	first, err := begin(ctx)
+	tx, err := db.BeginTxx(ctx, o.TxOpts)
 	if err != nil {
 		return scope.Fail(ctx, "begin", "", err)
 	}
-	return scope.Xact(ctx, first, begin, sqltext.KeyOf(key), func(ctx context.Context, _ *sql.Tx) error { return fn(ctx, tx) }, &o)
+	return scope.Xact(ctx, tx.Tx, true, sqltext.KeyOf(key), func(ctx context.Context, _ *sql.Tx) error { return fn(ctx, tx) }, &o)
 }
 
 // WithSessionLock is [advisory.WithSessionLock] for a *sqlx.DB: fn

@@ -31,9 +31,6 @@ const (
 		`WHERE id = $1 AND name = $2 AND registered_by = $5`
 )
 
-// syncSQLKey is the key Sync locks, as internal/sqltext renders it.
-var syncSQLKey = sqltext.Key{Pair: true, A: -2147483648, B: 1}
-
 // syncExpectCreate expects Sync to make ready for creating the default
 // table: it looks for an earlier release's table, answering that none
 // exists, and for schema pgadvisory, answering that it exists.
@@ -180,16 +177,11 @@ func TestSyncErrors(t *testing.T) {
 		{name: "LongTable", opts: []keyspace.Option{keyspace.Table(strings.Repeat("t", 64))}, wantMsg: "at most 63 bytes"},
 		{name: "DigitFirst", opts: []keyspace.Option{keyspace.Table("ops.1t")}, wantMsg: `"1t" is not a plain identifier`},
 		// The key is busy, and the session's lock_timeout runs out
-		// after the first slice of the wait, each slice in a
-		// transaction of its own.
+		// before the first slice of the wait: the wait reads the
+		// settings right after the try, in the scope's transaction.
 		{name: "LockTimeout", expect: func(m sqlmock.Sqlmock) {
 			m.ExpectBegin()
 			m.ExpectExec(syncLock).WillReturnResult(rows(0))
-			m.ExpectRollback()
-			m.ExpectBegin()
-			m.ExpectExec(sqltext.XactSlice(false, 1100, syncSQLKey)).WillReturnError(&sqlState{"55P03", "lock timeout"})
-			m.ExpectRollback()
-			m.ExpectBegin()
 			// Answered after the 1ms lock_timeout has passed, so that no
 			// slice is left.
 			m.ExpectQuery(sqltext.WaitSettings).WillDelayFor(2 * time.Millisecond).WillReturnRows(

@@ -26,7 +26,6 @@ var orderCases = []struct {
 	handoffs int
 }{
 	{2 * time.Millisecond, 200},
-	{50 * time.Millisecond, 200},
 	{150 * time.Millisecond, 80},
 	{400 * time.Millisecond, 40},
 }

@@ -319,7 +319,7 @@ func (m *Mux) await(ctx context.Context, key sqltext.Key, o *Options, op string,
 		if conn, err = m.db.Conn(ctx); err != nil {
 			return Fail(ctx, "connect", key.String(), err)
 		}
-		w := waitInSlices(ctx, start, &wo, op, key.String(),
+		w := waitInSlices(ctx, start, &wo, op, key.String(), true,
 			func(ctx context.Context) (waitSettings, error) { return readWaitSettings(ctx, conn) },
 			func(ctx context.Context, _ int, ms int64) error {
 				stmt := sqltext.XactSliceStmt(ConnForm(conn), o.Shared, ms, key)

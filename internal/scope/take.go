@@ -43,7 +43,7 @@ func take(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, o 
 			return n > 0, nil
 		}
 	}
-	w := waitInSlices(ctx, start, o, op, KeyList(keys),
+	w := waitInSlices(ctx, start, o, op, KeyList(keys), len(keys) == 1,
 		func(ctx context.Context) (waitSettings, error) { return readWaitSettings(ctx, conn) },
 		func(ctx context.Context, _ int, ms int64) error {
 			stmt := sqltext.Plain(sqltext.SessionSlice(o.Shared, ms, keys...))

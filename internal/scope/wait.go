@@ -162,13 +162,23 @@ type sliceFunc func(ctx context.Context, n int, ms int64) error
 
 // waitInSlices runs the slices of a wait that started at start until one
 // takes the keys, the wait's bound runs out, or a slice fails otherwise.
-// settings reads the session's settings, after the first slice runs out;
-// between two slices the transaction of a slice that ran out may need
+// settings reads the session's settings: with settingsFirst before the
+// first slice, which is how a wait for one key starts, after the try that
+// found it busy; otherwise after the first slice runs out, which is how a
+// wait for several keys starts, so that a free set costs one statement.
+// Between two slices the transaction of a slice that ran out may need
 // ending first, which slice does. A slice that runs out holds nothing; any
 // other failure leaves the session in doubt, since a lock may have been
 // granted as it failed.
-func waitInSlices(ctx context.Context, start time.Time, o *Options, op, keys string, settings func(context.Context) (waitSettings, error), slice sliceFunc) waitOutcome {
+func waitInSlices(ctx context.Context, start time.Time, o *Options, op, keys string, settingsFirst bool, settings func(context.Context) (waitSettings, error), slice sliceFunc) waitOutcome {
 	p := firstSlicer(start, o)
+	if settingsFirst {
+		s, err := settings(ctx)
+		if err != nil {
+			return waitOutcome{err: Fail(ctx, op, keys, err), doubt: true}
+		}
+		p = p.withSettings(start, s)
+	}
 	for n := 0; ; n++ {
 		ms, last := p.next(time.Now())
 		if ms == 0 {
@@ -188,7 +198,7 @@ func waitInSlices(ctx context.Context, start time.Time, o *Options, op, keys str
 		case last:
 			return waitOutcome{err: FailKind(op, keys, ErrLockTimeout, err)}
 		}
-		if n == 0 {
+		if n == 0 && !settingsFirst {
 			s, err := settings(ctx)
 			if err != nil {
 				return waitOutcome{err: Fail(ctx, op, keys, err), doubt: true}

@@ -222,6 +222,7 @@ func TestWaitInSlices(t *testing.T) {
 	tests := []struct {
 		name      string
 		o         Options
+		first     bool          // settingsFirst: a wait for one key, which reads the settings before its first slice
 		ago       time.Duration // the wait started this long before the test calls it
 		w         fakeWait
 		cancel    bool // ctx is cancelled before the first slice ends
@@ -256,6 +257,22 @@ func TestWaitInSlices(t *testing.T) {
 		{name: "SettingsFail", w: fakeWait{errs: []error{ranOut}, err: errors.New("connection reset")},
 			wantCalls: []string{"slice", "settings"}, wantDoubt: true,
 			wantMsg: "advisory: lock 42: connection reset"},
+		// A wait for one key reads the settings once, before its first
+		// slice, which they already shape.
+		{name: "SettingsFirstTakes", first: true, w: fakeWait{errs: []error{nil}, s: defaults},
+			wantCalls: []string{"settings", "slice"}, wantMS: []int64{1100}},
+		{name: "SettingsFirstReadOnce", first: true, w: fakeWait{errs: []error{ranOut, ranOut, nil}, s: waitSettings{deadlock: 2 * time.Second}},
+			wantCalls: []string{"settings", "slice", "slice", "slice"}, wantMS: []int64{2200, 2200, 2200}},
+		{name: "SettingsFirstBoundTheFirstSlice", first: true, w: fakeWait{errs: []error{ranOut}, s: waitSettings{lock: 500 * time.Millisecond, deadlock: time.Second}},
+			wantCalls: []string{"settings", "slice"}, wantErr: []error{ErrLockTimeout, ranOut}},
+		{name: "SettingsFirstLockTimeoutPassed", first: true, ago: 10 * time.Second, w: fakeWait{s: waitSettings{lock: 2 * time.Second}},
+			wantCalls: []string{"settings"}, wantErr: []error{ErrLockTimeout},
+			wantMsg: "advisory: lock 42: lock wait timed out: the session's lock_timeout ran out"},
+		{name: "SettingsFirstDeadlock", first: true, w: fakeWait{errs: []error{ranOut, deadlock}, s: defaults},
+			wantCalls: []string{"settings", "slice", "slice"}, wantErr: []error{ErrDeadlock, deadlock}, wantDoubt: true},
+		{name: "SettingsFirstFail", first: true, w: fakeWait{err: errors.New("connection reset")},
+			wantCalls: []string{"settings"}, wantDoubt: true,
+			wantMsg: "advisory: lock 42: connection reset"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -266,7 +283,7 @@ func TestWaitInSlices(t *testing.T) {
 			if tt.cancel {
 				w.onSlice = cancel
 			}
-			out := waitInSlices(ctx, time.Now().Add(-tt.ago), &tt.o, "lock", "42", w.readSettings, w.slice)
+			out := waitInSlices(ctx, time.Now().Add(-tt.ago), &tt.o, "lock", "42", tt.first, w.readSettings, w.slice)
 			if !slices.Equal(w.calls, tt.wantCalls) {
 				t.Errorf("calls %v; want %v", w.calls, tt.wantCalls)
 			}

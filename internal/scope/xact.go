@@ -12,13 +12,13 @@ import (
 
 // Xact runs a transaction scope on tx, which it takes over: it takes key
 // as o says, in the form tx's driver runs fastest ([TxForm]), waiting as
-// [XactTake] says (begin, when not nil, begins another transaction like
-// tx, for a wait that starts it again), runs fn with
+// [XactTake] says (owned: the scope began tx, with o.TxOpts, and nothing
+// has run in it), runs fn with
 // a context that carries the scope (for [TxFromContext] and
 // [CommitEarly]), and commits if fn returns nil, or rolls back otherwise.
 // Nothing is committed once ctx has ended. A panic in fn rolls back before
 // it goes on.
-func Xact(ctx context.Context, tx *sql.Tx, begin BeginFunc, key sqltext.Key, fn func(context.Context, *sql.Tx) error, o *Options) error {
+func Xact(ctx context.Context, tx *sql.Tx, owned bool, key sqltext.Key, fn func(context.Context, *sql.Tx) error, o *Options) error {
 	finished := false
 	defer func() {
 		// fn panicked or called runtime.Goexit: the panic goes on, with
@@ -29,7 +29,7 @@ func Xact(ctx context.Context, tx *sql.Tx, begin BeginFunc, key sqltext.Key, fn 
 	}()
 
 	op := o.LockOp(true)
-	tx, acquired, err := XactTake(ctx, o.Observed(), tx, begin, op, []sqltext.Key{key}, o, TxForm(tx))
+	acquired, err := XactTake(ctx, o.Observed(), tx, owned, op, []sqltext.Key{key}, o, TxForm(tx))
 	if err == nil && o.Try && !acquired {
 		err = FailKind(op, key.String(), ErrNotAcquired, nil)
 	}

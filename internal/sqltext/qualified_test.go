@@ -86,6 +86,7 @@ var builders = []struct {
 		return sqltext.InSavepoint(v.second, sqltext.SessionSlice(v.shared, 5, v.keys...))
 	}},
 	{"RollbackToWaitSavepoint", func(variant) string { return sqltext.RollbackToWaitSavepoint }},
+	{"LeaveWaitSavepoint", func(variant) string { return sqltext.LeaveWaitSavepoint }},
 	{"SessionSliceStmt", func(v variant) string { return sqltext.SessionSliceStmt(v.form, v.shared, 1000, v.keys[0]).Query }},
 	{"XactSliceStmt", func(v variant) string { return sqltext.XactSliceStmt(v.form, v.shared, 1000, v.keys[0]).Query }},
 	{"CreateSchema", func(variant) string { return sqltext.CreateSchema }},

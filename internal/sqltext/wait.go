@@ -22,19 +22,24 @@ const WaitSettings = "SELECT pg_catalog.current_setting('lock_timeout'), " +
 
 // SessionSlice returns one slice of a wait for session locks on keys, in
 // the order given: it waits at most ms milliseconds, then fails with
-// SQLSTATE 55P03 holding nothing it took. One key gives
+// SQLSTATE 55P03 holding nothing it took:
 //
 //	SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT
 //	pg_catalog.current_setting('lock_timeout') AS prev,
 //	pg_catalog.set_config('lock_timeout', '1000', true),
-//	pg_catalog.pg_advisory_xact_lock(42), pg_catalog.pg_advisory_lock(42)
-//	OFFSET 0) AS t
+//	(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_xact_lock(k)
+//	FROM (VALUES (42)) AS k(k)) AS l),
+//	(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_lock(k)
+//	FROM (VALUES (42)) AS k(k)) AS l) OFFSET 0) AS t
 //
-// and several count the rows of [Lock]'s statements, for the transaction
-// locks and then for the session locks. The select list runs left to
-// right, as [LockTimeout]'s does.
+// The select list runs left to right, as [LockTimeout]'s does. The keys
+// are rows of a VALUES list, even one key, because a scan looks for
+// interrupts before each row: the server can grant a transaction lock as
+// lock_timeout fires and raise the timeout only at its next look, and that
+// look must come before the session locks, not after them, or the failed
+// statement would leave them held.
 func SessionSlice(shared bool, ms int64, keys ...Key) string {
-	return bounded(ms, locks(true, shared, keys)+", "+locks(false, shared, keys))
+	return bounded(ms, scanned(true, shared, keys)+", "+scanned(false, shared, keys))
 }
 
 // XactSlice returns one slice of a wait for transaction locks on keys: it
@@ -46,13 +51,20 @@ func XactSlice(shared bool, ms int64, keys ...Key) string {
 	return bounded(ms, locks(true, shared, keys))
 }
 
-// locks renders the select-list entry that takes keys: the function call
-// for one key, or a count of the rows of [Lock]'s statement for several.
+// locks renders the select-list entry that takes transaction locks on
+// keys: the function call for one key, or [scanned] for several.
 func locks(xact, shared bool, keys []Key) string {
 	if len(keys) == 1 {
 		return call(fn("pg_advisory", xact, shared), keys[0])
 	}
-	return "(SELECT pg_catalog.count(*) FROM (" + Lock(xact, shared, keys...) + ") AS l)"
+	return scanned(xact, shared, keys)
+}
+
+// scanned renders the select-list entry that takes keys as rows of VALUES
+// lists, and counts them.
+func scanned(xact, shared bool, keys []Key) string {
+	name := fn("pg_advisory", xact, shared)
+	return "(SELECT pg_catalog.count(*) FROM (" + perKey("SELECT "+name+"(k) FROM ", "SELECT "+name+"(a,b) FROM ", "", keys) + ") AS l)"
 }
 
 // bounded renders the statement that runs the select-list entries waits
@@ -70,6 +82,11 @@ const WaitSavepoint = "pgadvisory_wait"
 // RollbackToWaitSavepoint ends a slice that failed under [WaitSavepoint],
 // which then stays.
 const RollbackToWaitSavepoint = "ROLLBACK TO SAVEPOINT " + WaitSavepoint
+
+// LeaveWaitSavepoint ends a wait that ran out under [WaitSavepoint], and
+// the savepoint with it: the transaction is then as it was before the
+// wait.
+const LeaveWaitSavepoint = RollbackToWaitSavepoint + "; RELEASE SAVEPOINT " + WaitSavepoint
 
 // InSavepoint returns slice wrapped for a transaction block that must
 // outlive a slice that fails: it runs under a savepoint, released when the
@@ -128,12 +145,19 @@ var sessionSliceTexts, xactSliceTexts [2][2]string
 func init() {
 	prefix := "SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT " +
 		"pg_catalog.current_setting('lock_timeout') AS prev, pg_catalog.set_config('lock_timeout', $1, true), "
+	// The session texts scan their key, as [SessionSlice] does.
+	scan := [2]string{
+		"(k) FROM (VALUES ($2::pg_catalog.int8)) AS k(k)) AS l)",
+		"(a,b) FROM (VALUES ($2::pg_catalog.int4,$3::pg_catalog.int4)) AS p(a,b)) AS l)",
+	}
 	for shared := range 2 {
 		for pair, args := range [2]string{"($2)", "($2,$3)"} {
-			xact := fn("pg_advisory", true, shared == 1) + args
-			session := fn("pg_advisory", false, shared == 1) + args
-			xactSliceTexts[shared][pair] = prefix + xact + " OFFSET 0) AS t"
-			sessionSliceTexts[shared][pair] = prefix + xact + ", " + session + " OFFSET 0) AS t"
+			xact := fn("pg_advisory", true, shared == 1)
+			session := fn("pg_advisory", false, shared == 1)
+			xactSliceTexts[shared][pair] = prefix + xact + args + " OFFSET 0) AS t"
+			sessionSliceTexts[shared][pair] = prefix +
+				"(SELECT pg_catalog.count(*) FROM (SELECT " + xact + scan[pair] + ", " +
+				"(SELECT pg_catalog.count(*) FROM (SELECT " + session + scan[pair] + " OFFSET 0) AS t"
 		}
 	}
 }

@@ -16,9 +16,11 @@ func TestWaitStatements(t *testing.T) {
 		name, got, want string
 	}{
 		{"SessionSlice", sqltext.SessionSlice(false, 1100, k),
-			bound + "pg_catalog.pg_advisory_xact_lock(42), pg_catalog.pg_advisory_lock(42) OFFSET 0) AS t"},
+			bound + "(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_xact_lock(k) FROM (VALUES (42)) AS k(k)) AS l), " +
+				"(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_lock(k) FROM (VALUES (42)) AS k(k)) AS l) OFFSET 0) AS t"},
 		{"SessionSliceShared", sqltext.SessionSlice(true, 1100, p),
-			bound + "pg_catalog.pg_advisory_xact_lock_shared(1,-2), pg_catalog.pg_advisory_lock_shared(1,-2) OFFSET 0) AS t"},
+			bound + "(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_xact_lock_shared(a,b) FROM (VALUES (1,-2)) AS p(a,b)) AS l), " +
+				"(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_lock_shared(a,b) FROM (VALUES (1,-2)) AS p(a,b)) AS l) OFFSET 0) AS t"},
 		{"SessionSliceKeys", sqltext.SessionSlice(false, 1100, k, p),
 			bound + "(SELECT pg_catalog.count(*) FROM (" + sqltext.Lock(true, false, k, p) + ") AS l), " +
 				"(SELECT pg_catalog.count(*) FROM (" + sqltext.Lock(false, false, k, p) + ") AS l) OFFSET 0) AS t"},
@@ -26,7 +28,9 @@ func TestWaitStatements(t *testing.T) {
 			bound + "pg_catalog.pg_advisory_xact_lock(42) OFFSET 0) AS t"},
 		{"SessionSliceParams", sqltext.SessionSliceStmt(sqltext.Params, false, 1100, p).Query,
 			"SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT pg_catalog.current_setting('lock_timeout') AS prev, " +
-				"pg_catalog.set_config('lock_timeout', $1, true), pg_catalog.pg_advisory_xact_lock($2,$3), pg_catalog.pg_advisory_lock($2,$3) OFFSET 0) AS t"},
+				"pg_catalog.set_config('lock_timeout', $1, true), " +
+				"(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_xact_lock(a,b) FROM (VALUES ($2::pg_catalog.int4,$3::pg_catalog.int4)) AS p(a,b)) AS l), " +
+				"(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_lock(a,b) FROM (VALUES ($2::pg_catalog.int4,$3::pg_catalog.int4)) AS p(a,b)) AS l) OFFSET 0) AS t"},
 		{"XactSliceParams", sqltext.XactSliceStmt(sqltext.Params, true, 1100, k).Query,
 			"SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT pg_catalog.current_setting('lock_timeout') AS prev, " +
 				"pg_catalog.set_config('lock_timeout', $1, true), pg_catalog.pg_advisory_xact_lock_shared($2) OFFSET 0) AS t"},
