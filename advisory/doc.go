@@ -63,6 +63,18 @@
 // fail. On other drivers that transaction goes on, and the session ends
 // when it does.
 //
+// # Waiting
+//
+// Every call that waits for a key first tries it: a free key costs one
+// statement. A busy key is waited for in slices, statements of about a
+// second each ([WaitSlice]) bounded by lock_timeout, because a statement
+// that waits keeps its snapshot for as long as it waits, and holds back
+// VACUUM and CREATE INDEX CONCURRENTLY for the whole database meanwhile. A
+// slice takes the key as a transaction lock first, so that one that runs
+// out holds nothing. Waiters keep their turn in the server's queue while
+// their waits are shorter than a slice. docs/waiting.md says what a wait
+// costs the server, and what each call does.
+//
 // # Leases
 //
 // A session lock is only as good as the session under it: a terminated

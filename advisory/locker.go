@@ -40,8 +40,9 @@ import (
 // A wait must not stall the statements of the other leases on a
 // connection, so a Locker never waits on one. An acquisition that finds
 // its key busy, without [Try], waits for it on a connection of its own
-// from db, which takes the key and lets it go at once, back to the pool;
-// then a Locker connection tries the key again. If another session took
+// from db, in slices that each take the key as a transaction lock and so
+// let it go as they end (see [WaitSlice]), back to the pool; then a Locker
+// connection tries the key again. If another session took
 // the key in between, which only a session that was itself waiting for it
 // can do, the wait starts again, so a Locker yields to such sessions
 // rather than queueing fairly among them. Keys that are often contended
