@@ -38,26 +38,52 @@
 // once per starting slot; on other drivers they are written into the
 // text.
 //
-// # Waiting, and its fairness
+// # Waiting
 //
 // [Semaphore.Acquire] tries every slot; when all are taken, it waits in
-// the server on one slot, chosen round-robin, with a bounded wait
-// (lock_timeout, set for the statement only; see [Recheck]), and on a
-// timeout tries every slot again and waits on the next one, with a bound
-// twice as long, up to 32 times the first. It never polls while waiting:
-// PostgreSQL grants a freed slot to its first waiter at once, in the
-// server, so when every slot has waiters (the busy case), a slot that
-// frees is taken within a round trip. A slot that frees while nobody
-// waits on it is found by the next try: the next newcomer's, or a
-// waiter's when its bound runs out.
+// the server on one slot, chosen round-robin, for at most one recheck
+// ([Recheck], 1 second by default: one statement, so that the wait holds
+// no snapshot for longer; see [advisory.WaitSlice]), then tries every slot
+// again and waits on the next: three short statements per recheck, all
+// on one connection that it keeps for the whole wait.
 //
-// Fairness: waiters on one slot are served first come, first served, by
-// the server, and a newcomer cannot take a slot that has waiters. There
-// is no order across slots: a waiter may wait while a later one, on
-// another slot, enters. A waiter whose bound runs out goes to the back of
-// its next slot's queue; since the bound doubles, a waiter that has
-// waited long waits longer before it gives up its place. Starvation is
-// unlikely but not ruled out.
+// A slot that frees reaches a waiter in one of two ways:
+//
+//   - When the slot has waiters, PostgreSQL grants it to the first at once,
+//     in the server, so it is taken within a round trip.
+//   - When it has none, the semaphore rings: every lease it hands out,
+//     from Acquire or [Semaphore.TryAcquire], rings when it ends (on
+//     [advisory.Lease.Release], after the unlock; after a loss, a moment
+//     later, since the slot frees when the server ends the session). A
+//     ring is one statement, on a connection from db, that reads pg_locks
+//     and cancels (pg_cancel_backend) the wait of as many waiters on the
+//     other slots as slots are free, those whose wait began first, in any
+//     process on the same database. The cancelled waiter tries every slot
+//     again at once, and takes the free one. Its wait, cancelled, may have
+//     raced a grant, so its session is closed and it takes another
+//     connection.
+//
+// A ring wakes only the waiters its role may signal: those of a role whose
+// privileges its role has (pg_has_role, USAGE), and a superuser's only
+// when it is one. Rings coalesce: while one runs, the leases that end ask
+// for one more, so a semaphore rings from one goroutine at a time, back to
+// back while its leases keep ending. Each gives up after a second, and
+// nothing waits for it. A ring costs a round trip per release (fewer when
+// they coalesce) and a read of pg_locks and pg_stat_activity;
+// docs/recipes.md has the figures.
+//
+// A slot that frees with no ring, as when its holder's process died, a
+// ring failed, or it came in the instant between a waiter's try and its
+// wait, is found at the waiters' next recheck.
+//
+// # Fairness
+//
+// Waiters on one slot are served first come, first served, by the server,
+// and a newcomer cannot take a slot that has waiters. A waiter leaves its
+// slot's queue at each recheck and joins the next slot's at its end.
+// There is no order across slots: a waiter may wait while a later one, on
+// another slot, enters; a ring wakes the waiter whose current wait began
+// first. Starvation is unlikely but not ruled out.
 //
 // Each waiter holds one connection of the pool while it waits, each
 // holder one while it holds.

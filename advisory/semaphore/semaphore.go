@@ -24,6 +24,7 @@ type options struct {
 	fencing   bool
 	recheck   time.Duration
 	err       error
+	rang      func(woken int64, err error) // for tests: called after each ring
 }
 
 // Heartbeat sets the interval of each slot's lease heartbeat, as
@@ -41,10 +42,16 @@ func Heartbeat(d time.Duration) Option {
 // [advisory.Fencing] says. Tokens are counted per database, not per slot.
 func Fencing() Option { return func(o *options) { o.fencing = true } }
 
-// Recheck sets the first bound of a wait on one slot, after which
-// [Semaphore.Acquire] tries every slot again; later bounds double, up to
-// 32 times d. A slot that frees while nobody waits on it stays free for at
-// most the current bound. The default is 250 milliseconds.
+// Recheck sets the bound of a wait on one slot, after which
+// [Semaphore.Acquire] tries every slot again. A waiter is woken at once
+// when a slot frees (see the package documentation); the recheck finds a
+// slot that freed without a wake, as when the holder's process died. The
+// default, 1 second, is one slice of a wait ([advisory.WaitSlice]): each
+// waiter then sends three short statements a second. A shorter d polls
+// the server more often; a longer one waits in slices of a second or so
+// between rechecks, and leaves a slot that frees with no wake free for
+// longer. d must be at least a millisecond and at most math.MaxInt32
+// milliseconds.
 func Recheck(d time.Duration) Option {
 	return func(o *options) {
 		if d < time.Millisecond {
@@ -62,30 +69,37 @@ const maxSlots = 1 << 16
 // that uses the same base key and n on the same database. It is safe for
 // concurrent use.
 type Semaphore struct {
-	db    *sql.DB
-	base  advisory.Key
-	n     int
-	o     options
-	lopts []advisory.Option
-	err   error
-	next  atomic.Uint32
+	db       *sql.DB
+	base     advisory.Key
+	n        int
+	o        options
+	lopts    []advisory.Option
+	wopts    scope.Options // a wait on one slot
+	ringStmt sqltext.Stmt  // the statement that wakes waiters
+	err      error
+	next     atomic.Uint32
+	rings    atomic.Int64 // rings asked for and not yet run: see ring
 }
 
 // New returns the semaphore whose n slots are the n keys from base, as the
 // package documentation lays them out. It checks nothing on the server.
 // Bad arguments (a nil db, n out of 1..65536, a bigint base whose slots
-// would pass the largest bigint) are reported by every acquisition.
+// would pass the largest bigint, an option out of range) are reported by
+// every acquisition.
 func New(db *sql.DB, base advisory.Key, n int, opts ...Option) *Semaphore {
-	s := &Semaphore{db: db, base: base, n: n, o: options{heartbeat: scope.DefaultHeartbeat, recheck: 250 * time.Millisecond}}
+	s := &Semaphore{db: db, base: base, n: n, o: options{heartbeat: scope.DefaultHeartbeat, recheck: scope.DefaultSlice}}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&s.o)
 		}
 	}
 	v, isInt := base.Int64()
+	wopts, werr := scope.Parse([]advisory.Option{advisory.Timeout(s.o.recheck)})
 	switch {
 	case s.o.err != nil:
 		s.err = s.o.err
+	case werr != nil:
+		s.err = fmt.Errorf("semaphore: recheck %v: %w", s.o.recheck, werr)
 	case db == nil:
 		s.err = errors.New("semaphore: nil *sql.DB")
 	case n < 1 || n > maxSlots:
@@ -96,6 +110,10 @@ func New(db *sql.DB, base advisory.Key, n int, opts ...Option) *Semaphore {
 	s.lopts = []advisory.Option{advisory.Heartbeat(s.o.heartbeat)}
 	if s.o.fencing {
 		s.lopts = append(s.lopts, advisory.Fencing())
+	}
+	s.wopts = wopts
+	if s.err == nil {
+		s.ringStmt = sqltext.SlotRing(scope.DBForm(db), sqltext.KeyOf(base), n)
 	}
 	s.next.Store(rand.Uint32())
 	return s
@@ -117,35 +135,54 @@ func (s *Semaphore) Slot(i int) advisory.Key {
 // an error matching [advisory.ErrNotAcquired] when every slot is taken.
 // It costs a connection from db and two round trips: one tries every
 // slot, one confirms the slot as a lease. ctx bounds the acquisition
-// only. On any error nothing is held.
+// only. On any error nothing is held. When the lease ends, the semaphore
+// wakes a waiter for the slot, as the package documentation says.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*advisory.Lease, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
-	order := make([]advisory.Key, s.n)
-	start := int(s.next.Add(1) % uint32(s.n))
-	for i := range order {
-		order[i] = s.Slot((start + i) % s.n)
-	}
 	for try := 1; ; try++ {
-		l, err := s.tryOnce(ctx, order)
-		// driver.ErrBadConn means the session died: the pool handed
-		// over one that had died while idle, and the driver sent
-		// nothing, or the session that took a slot ended before the
-		// lease confirmed it, and the slot went with it. Either way
-		// nothing is held: take another, as database/sql does for its
-		// own statements.
-		if err == nil || !errors.Is(err, driver.ErrBadConn) || try == badConnTries || ctx.Err() != nil {
+		l, err := s.tryOnce(ctx)
+		if err == nil || !retryable(err) || try == badConnTries || ctx.Err() != nil {
 			return l, err
 		}
 	}
 }
 
-// tryOnce is one try of the slots in order, on one connection.
-func (s *Semaphore) tryOnce(ctx context.Context, order []advisory.Key) (*advisory.Lease, error) {
+// retryable reports whether err, from a try or a wait, leaves nothing held
+// and calls for another try on a fresh connection. driver.ErrBadConn
+// (or sql.ErrConnDone on a kept connection) means the session died: the
+// pool handed over one that had died while idle, and the driver sent
+// nothing, or the session that took a slot ended before the lease
+// confirmed it, and the slot went with it. SQLSTATE 57014 while ctx is
+// live is a wake meant for a wait that had just ended (see ring), which
+// cancelled the statement after it; the session was discarded. Either
+// way take another, as database/sql does for its own statements.
+func retryable(err error) bool {
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) || scope.SQLState(err) == "57014"
+}
+
+// tryOnce is one try of the slots, on a connection of its own.
+func (s *Semaphore) tryOnce(ctx context.Context) (*advisory.Lease, error) {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("semaphore: %w", scope.Fail(ctx, "connect", s.base.String(), err))
+	}
+	l, kept, err := s.try(ctx, conn)
+	if kept {
+		_ = conn.Close() // the statement took nothing
+	}
+	return l, err
+}
+
+// try tries every slot once on conn, from the next slot round-robin. kept
+// reports that conn is still the caller's, in the state it was: when no
+// slot was free. Otherwise conn is closed, or is the lease's.
+func (s *Semaphore) try(ctx context.Context, conn *sql.Conn) (l *advisory.Lease, kept bool, err error) {
+	order := make([]advisory.Key, s.n)
+	start := int(s.next.Add(1) % uint32(s.n))
+	for i := range order {
+		order[i] = s.Slot((start + i) % s.n)
 	}
 	var o int
 	stmt := sqltext.SlotTry(scope.ConnForm(conn), sqltext.KeysOf(order))
@@ -157,51 +194,110 @@ func (s *Semaphore) tryOnce(ctx context.Context, order []advisory.Key) (*advisor
 	}
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		_ = conn.Close() // the statement took nothing
-		return nil, fmt.Errorf("semaphore: all %d slots of %s are taken: %w", s.n, s.base, advisory.ErrNotAcquired)
+		return nil, true, fmt.Errorf("semaphore: all %d slots of %s are taken: %w", s.n, s.base, advisory.ErrNotAcquired)
 	case err != nil:
 		// The statement may have taken a slot before it failed: end
 		// the session, and the lock with it.
 		scope.Discard(conn)
 		_ = conn.Close()
-		return nil, fmt.Errorf("semaphore: %w", scope.Fail(ctx, "try the slots", s.base.String(), err))
+		return nil, false, fmt.Errorf("semaphore: %w", scope.Fail(ctx, "try the slots", s.base.String(), err))
 	case o < 1 || o > s.n:
 		scope.Discard(conn)
 		_ = conn.Close()
-		return nil, fmt.Errorf("semaphore: %s: the server returned slot %d of %d", s.base, o, s.n)
+		return nil, false, fmt.Errorf("semaphore: %s: the server returned slot %d of %d", s.base, o, s.n)
 	}
-	l, err := advisory.Watch(ctx, conn, order[o-1], s.lopts...)
+	l, err = s.watch(ctx, conn, order[o-1])
+	return l, false, err
+}
+
+// watch turns conn's lock on slot into a lease, which rings when it ends.
+func (s *Semaphore) watch(ctx context.Context, conn *sql.Conn, slot advisory.Key) (*advisory.Lease, error) {
+	l, err := advisory.Watch(ctx, conn, slot, s.lopts...)
 	if err != nil {
 		return nil, fmt.Errorf("semaphore: %s: %w", s.base, err)
 	}
+	context.AfterFunc(l.Context(), func() { s.ring(l) })
 	return l, nil
 }
 
 // Acquire takes a slot, waiting as the package documentation says until
 // one is free or ctx ends, and returns the lease that holds it. The error
 // matches ctx.Err() when ctx ends first. ctx bounds the acquisition only.
-// On any error nothing is held.
+// On any error nothing is held. It keeps one connection from db while it
+// waits.
 func (s *Semaphore) Acquire(ctx context.Context) (*advisory.Lease, error) {
-	wait := s.o.recheck
-	for {
-		l, err := s.TryAcquire(ctx)
-		if err == nil || !errors.Is(err, advisory.ErrNotAcquired) {
-			return l, err
+	if s.err != nil {
+		return nil, s.err
+	}
+	// The waiter's session, kept from one round to the next, so that a
+	// wake (see ring) lands on a statement of the waiter's, and on no
+	// other code's use of a pooled session.
+	var conn *sql.Conn
+	defer func() {
+		if conn != nil {
+			_ = conn.Close()
 		}
-		slot := s.Slot(int(s.next.Add(1) % uint32(s.n)))
-		l, err = advisory.Acquire(ctx, s.db, slot, append([]advisory.Option{advisory.Timeout(wait)}, s.lopts...)...)
+	}()
+	for retries := 0; ; {
+		if conn == nil {
+			c, err := s.db.Conn(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("semaphore: %w", scope.Fail(ctx, "connect", s.base.String(), err))
+			}
+			conn = c
+		}
+		l, kept, err := s.try(ctx, conn)
+		if !kept {
+			conn = nil
+		}
+		if errors.Is(err, advisory.ErrNotAcquired) {
+			slot := s.Slot(int(s.next.Add(1) % uint32(s.n)))
+			l, kept, err = s.wait(ctx, conn, slot)
+			if !kept {
+				conn = nil
+			}
+		}
 		switch {
 		case err == nil:
 			return l, nil
 		case ctx.Err() != nil:
 			return nil, fmt.Errorf("semaphore: %s: %w", s.base, ctx.Err())
-		case !errors.Is(err, advisory.ErrLockTimeout):
-			return nil, fmt.Errorf("semaphore: %s: %w", s.base, err)
+		case errors.Is(err, advisory.ErrLockTimeout):
+			// The wait's bound ran out, or a ring cut it short: try
+			// every slot again.
+			retries = 0
+		case retryable(err) && retries < badConnTries:
+			retries++
+		default:
+			return nil, err
 		}
-		wait = min(2*wait, 32*s.o.recheck)
 	}
 }
 
-// badConnTries bounds how often a try takes a fresh connection when the
-// one it had died.
-const badConnTries = 5
+// wait waits on conn, for at most the recheck bound, for slot, and
+// returns the lease that holds it. kept reports that conn is still the
+// caller's, holding nothing, as after a wait whose bound ran out;
+// otherwise conn is closed, or is the lease's. A wait that a ring
+// cancelled fails with an error matching [advisory.ErrLockTimeout] (the
+// server cancelled it while ctx was live), and the session, in doubt, is
+// discarded.
+func (s *Semaphore) wait(ctx context.Context, conn *sql.Conn, slot advisory.Key) (l *advisory.Lease, kept bool, err error) {
+	keys := []sqltext.Key{sqltext.KeyOf(slot)}
+	o := s.wopts // a copy per wait: Take may keep a pointer
+	took, err := scope.Take(ctx, o.Observed(), conn, o.LockOp(false), keys, &o, scope.ConnForm(conn))
+	switch {
+	case err == nil && took:
+		l, err = s.watch(ctx, conn, slot)
+		return l, false, err
+	case err == nil:
+		return nil, true, fmt.Errorf("semaphore: %s: slot %s not taken: %w", s.base, slot, advisory.ErrLockTimeout)
+	case errors.Is(err, advisory.ErrLockTimeout) && scope.SQLState(err) != "57014":
+		// The bound ran out: the statement that waited holds nothing,
+		// and the session is as it was.
+		return nil, true, fmt.Errorf("semaphore: %s: %w", s.base, err)
+	}
+	// A ring, or a failure: Take discarded the session if it may hold
+	// the slot.
+	_ = conn.Close()
+	return nil, false, fmt.Errorf("semaphore: %s: %w", s.base, err)
+}

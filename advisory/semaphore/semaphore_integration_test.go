@@ -157,7 +157,15 @@ func TestProof(t *testing.T) {
 		// Not parallel: 32 workers are enough for the machine.
 		const workers, n = 32, 4
 		ctx := context.Background()
-		s := semaphore.New(tg.DB, randomBase(), n, semaphore.Heartbeat(100*time.Millisecond))
+		var rings, woken, ringErrs atomic.Int64
+		s := semaphore.New(tg.DB, randomBase(), n, semaphore.Heartbeat(100*time.Millisecond),
+			semaphore.Rang(func(n int64, err error) {
+				rings.Add(1)
+				woken.Add(n)
+				if err != nil {
+					ringErrs.Add(1)
+				}
+			}))
 		slot := map[advisory.Key]int{}
 		for i := range n {
 			slot[s.Slot(i)] = i
@@ -287,11 +295,11 @@ func TestProof(t *testing.T) {
 		}
 		t.Logf("%d acquisitions by %d workers on %d slots: %d cancelled, %d holders' backends terminated; "+
 			"in-process violations %d; pg_locks: %d checks, max %d held, %d violations; "+
-			"slot freed to waiter entering over %d waits: p50 %v, p99 %v, max %v",
+			"slot freed to waiter entering over %d waits: p50 %v, p99 %v, max %v; %d rings (%d failed) woke %d waiters",
 			done.Load(), workers, n, cancelled.Load(), terminated.Load(), violations.Load(),
 			dbChecks.Load(), dbMax.Load(), dbViolations.Load(), len(wakes),
 			wakes[len(wakes)/2].Round(10*time.Microsecond), wakes[len(wakes)*99/100].Round(10*time.Microsecond),
-			wakes[len(wakes)-1].Round(10*time.Microsecond))
+			wakes[len(wakes)-1].Round(10*time.Microsecond), rings.Load(), ringErrs.Load(), woken.Load())
 	})
 }
 
@@ -309,7 +317,8 @@ func pgSQLState(err error) string {
 // one connection, semaphores of either key space go through every
 // rotation of their slots, each try taking one slot, and the session then
 // holds one statement that tries slots for each key space on pgx, and none
-// on lib/pq.
+// on lib/pq. The same holds for the statement that rings at each release,
+// which runs on the same connection.
 func TestTryStatementPerSemaphore(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
@@ -318,8 +327,12 @@ func TestTryStatementPerSemaphore(t *testing.T) {
 		// The lease holds the pool's one connection: look from another.
 		look := tg.Server.Open(t, pgtest.DriverPQ)
 		bigint := advisory.Int64Key(0x5e3a<<32 | int64(rand.Uint32()&^0xffff))
+		var rang []chan error // each semaphore's rings
 		for _, base := range []advisory.Key{randomBase(), bigint} {
-			s := semaphore.New(tg.DB, base, 5)
+			// Rings coalesce: there may be fewer than releases.
+			c := make(chan error, 100)
+			rang = append(rang, c)
+			s := semaphore.New(tg.DB, base, 5, semaphore.Rang(func(_ int64, err error) { c <- err }))
 			for range 2 * s.N() {
 				l, err := s.TryAcquire(ctx)
 				if err != nil {
@@ -333,18 +346,33 @@ func TestTryStatementPerSemaphore(t *testing.T) {
 				}
 			}
 		}
-		conn := pgtest.Conn(t, tg.DB)
-		var n int
-		err := conn.QueryRowContext(ctx, "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE '%unnest%' AND statement NOT LIKE '%pg_prepared_statements%'").Scan(&n)
-		if err != nil {
-			t.Fatal(err)
+		for _, c := range rang {
+			select {
+			case err := <-c:
+				if err != nil {
+					t.Errorf("ring: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("no ring 10 s after the releases")
+			}
 		}
+		conn := pgtest.Conn(t, tg.DB)
 		want := 2
 		if tg.Driver == pgtest.DriverPQ {
 			want = 0
 		}
-		if n != want {
-			t.Errorf("%d statements that try slots are prepared on the session; want %d", n, want)
+		for _, c := range []struct{ what, like string }{
+			{"try slots", "%WITH ORDINALITY%pg_try_advisory_lock%"},
+			{"ring", "%pg_cancel_backend%"},
+		} {
+			var n int
+			err := conn.QueryRowContext(ctx, "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE $1 AND statement NOT LIKE '%pg_prepared_statements%'", c.like).Scan(&n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != want {
+				t.Errorf("%d statements that %s are prepared on the session; want %d", n, c.what, want)
+			}
 		}
 	})
 }

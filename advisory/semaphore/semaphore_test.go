@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
 )
@@ -31,6 +32,7 @@ func TestBadInput(t *testing.T) {
 		{"Overflow", New(nil, advisory.Int64Key(math.MaxInt64), 2)},
 		{"Heartbeat", New(nil, advisory.Int64Key(1), 1, Heartbeat(0))},
 		{"Recheck", New(nil, advisory.Int64Key(1), 1, Recheck(0))},
+		{"RecheckTooLong", New(nil, advisory.Int64Key(1), 1, Recheck((math.MaxInt32+1)*time.Millisecond))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -79,6 +79,7 @@ var builders = []struct {
 	{"CarrierCount", func(variant) string { return sqltext.CarrierCount(4242, 8177) }},
 	{"CarrierHeld", func(variant) string { return sqltext.CarrierHeld(4242, 8177) }},
 	{"SlotTry", func(v variant) string { return sqltext.SlotTry(v.form, v.slots()).Query }},
+	{"SlotRing", func(v variant) string { return sqltext.SlotRing(v.form, v.keys[0], 3).Query }},
 	{"WaitSettings", func(variant) string { return sqltext.WaitSettings }},
 	{"SessionSlice", func(v variant) string { return sqltext.SessionSlice(v.shared, 1000, v.keys...) }},
 	{"XactSlice", func(v variant) string { return sqltext.XactSlice(v.shared, 1000, v.keys...) }},

@@ -1,0 +1,5 @@
+package semaphore
+
+// Rang makes the semaphore call f after each ring with the number of
+// waiters the ring woke and its error, from the ring's goroutine.
+func Rang(f func(woken int64, err error)) Option { return func(o *options) { o.rang = f } }
