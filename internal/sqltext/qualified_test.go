@@ -60,10 +60,8 @@ var builders = []struct {
 	build func(v variant) string
 }{
 	{"Lock", func(v variant) string { return sqltext.Lock(v.xact, v.shared, v.keys...) }},
-	{"LockStmt", func(v variant) string { return sqltext.LockStmt(v.form, v.xact, v.shared, v.keys[0]).Query }},
 	{"TryLock", func(v variant) string { return sqltext.TryLock(v.xact, v.shared, v.keys[0]) }},
 	{"TryLockStmt", func(v variant) string { return sqltext.TryLockStmt(v.form, v.xact, v.shared, v.keys[0]).Query }},
-	{"LockTimeout", func(v variant) string { return sqltext.LockTimeout(v.xact, v.shared, v.keys[0], 250) }},
 	{"Unlock", func(v variant) string { return sqltext.Unlock(v.shared, v.keys...) }},
 	{"UnlockStmt", func(v variant) string { return sqltext.UnlockStmt(v.form, v.shared, v.keys[0]).Query }},
 	{"EndScope", func(v variant) string { return sqltext.EndScope(v.shared, v.second, v.keys[0]) }},

@@ -169,25 +169,6 @@ func TryLock(xact, shared bool, key Key) string {
 	return statement("SELECT 1 WHERE ", fn("pg_try_advisory", xact, shared), key)
 }
 
-// LockTimeout returns the statement that waits for one key for at most ms
-// milliseconds, after which the server fails it with SQLSTATE 55P03:
-//
-//	SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT
-//	pg_catalog.current_setting('lock_timeout') AS prev,
-//	pg_catalog.set_config('lock_timeout', '100', true),
-//	pg_catalog.pg_advisory_lock(42) OFFSET 0) AS t
-//
-// The inner select list runs left to right: it saves the setting, bounds
-// the wait, and waits; the outer one puts the saved setting back. So the
-// bound covers this statement alone, inside a transaction or outside one,
-// and the rest of a transaction runs with whatever it had before. OFFSET 0
-// keeps the planner from merging the two levels.
-func LockTimeout(xact, shared bool, key Key, ms int64) string {
-	return "SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT pg_catalog.current_setting('lock_timeout') AS prev, " +
-		"pg_catalog.set_config('lock_timeout', '" + strconv.FormatInt(ms, 10) + "', true), " +
-		call(fn("pg_advisory", xact, shared), key) + " OFFSET 0) AS t"
-}
-
 // Unlock returns the statement that releases one session lock on every
 // key. It affects one row for each key that was held. One key gives
 // "SELECT 1 WHERE pg_catalog.pg_advisory_unlock(42)"; several give, as

@@ -23,9 +23,6 @@ func TestStatements(t *testing.T) {
 		{"LockManyPairsOnly", sqltext.Lock(true, false, pair, pair),
 			"SELECT pg_catalog.pg_advisory_xact_lock(a,b) FROM (VALUES (-2147483648,7),(-2147483648,7)) AS p(a,b)"},
 		{"TryLock", sqltext.TryLock(true, false, big), "SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(-9223372036854775808)"},
-		{"LockTimeout", sqltext.LockTimeout(false, true, pair, 250),
-			"SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT pg_catalog.current_setting('lock_timeout') AS prev, " +
-				"pg_catalog.set_config('lock_timeout', '250', true), pg_catalog.pg_advisory_lock_shared(-2147483648,7) OFFSET 0) AS t"},
 		{"Unlock", sqltext.Unlock(true, pair), "SELECT 1 WHERE pg_catalog.pg_advisory_unlock_shared(-2147483648,7)"},
 		{"UnlockMany", sqltext.Unlock(false, big, pair),
 			"SELECT 1 FROM (VALUES (-9223372036854775808)) AS k(k) WHERE pg_catalog.pg_advisory_unlock(k) " +
@@ -58,9 +55,6 @@ func TestStatementForms(t *testing.T) {
 		want string
 		args []any
 	}{
-		{"LockInline", sqltext.LockStmt(sqltext.Inline, false, false, big), sqltext.Lock(false, false, big), nil},
-		{"LockParams", sqltext.LockStmt(sqltext.Params, false, false, big), "SELECT pg_catalog.pg_advisory_lock($1)", []any{int64(math.MinInt64)}},
-		{"XactLockSharedParams", sqltext.LockStmt(sqltext.Params, true, true, pair), "SELECT pg_catalog.pg_advisory_xact_lock_shared($1,$2)", []any{int32(math.MinInt32), int32(7)}},
 		{"TryLockInline", sqltext.TryLockStmt(sqltext.Inline, true, true, pair), sqltext.TryLock(true, true, pair), nil},
 		{"TryXactLockParams", sqltext.TryLockStmt(sqltext.Params, true, false, big), "SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock($1)", []any{int64(math.MinInt64)}},
 		{"UnlockInline", sqltext.UnlockStmt(sqltext.Inline, false, big), sqltext.Unlock(false, big), nil},

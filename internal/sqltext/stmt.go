@@ -24,18 +24,10 @@ type Stmt struct {
 // Plain returns a statement without parameters.
 func Plain(query string) Stmt { return Stmt{Query: query} }
 
-// LockStmt is [Lock] for one key, in form f.
-func LockStmt(f Form, xact, shared bool, key Key) Stmt {
-	if f == Params {
-		return params(lockParamTexts[0][b2i(xact)][b2i(shared)], key)
-	}
-	return Plain(Lock(xact, shared, key))
-}
-
 // TryLockStmt is [TryLock], in form f.
 func TryLockStmt(f Form, xact, shared bool, key Key) Stmt {
 	if f == Params {
-		return params(lockParamTexts[1][b2i(xact)][b2i(shared)], key)
+		return params(tryParamTexts[b2i(xact)][b2i(shared)], key)
 	}
 	return Plain(TryLock(xact, shared, key))
 }
@@ -66,11 +58,11 @@ func params(texts [2]string, key Key) Stmt {
 	return Stmt{Query: texts[0], Args: []any{key.Bigint}}
 }
 
-// lockParamTexts and unlockParamTexts hold the single-key statements of
-// the Params form, indexed as lockFns is, then by whether the key is a
-// pair. They are made once, so that a call builds no string.
+// tryParamTexts and unlockParamTexts hold the single-key statements of
+// the Params form, indexed as lockFns is (the try's by whether the lock is
+// a transaction's, then shared), then by whether the key is a pair. They are made once, so that a call builds no string.
 var (
-	lockParamTexts   [2][2][2][2]string
+	tryParamTexts    [2][2][2]string
 	unlockParamTexts [2][2]string
 )
 
@@ -80,8 +72,7 @@ func init() {
 	}
 	for xact := range 2 {
 		for shared := range 2 {
-			lockParamTexts[0][xact][shared] = texts("SELECT ", lockFns[0][xact][shared])
-			lockParamTexts[1][xact][shared] = texts("SELECT 1 WHERE ", lockFns[1][xact][shared])
+			tryParamTexts[xact][shared] = texts("SELECT 1 WHERE ", lockFns[1][xact][shared])
 		}
 	}
 	for shared := range 2 {

@@ -32,7 +32,7 @@ const WaitSettings = "SELECT pg_catalog.current_setting('lock_timeout'), " +
 //	(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_lock(k)
 //	FROM (VALUES (42)) AS k(k)) AS l) OFFSET 0) AS t
 //
-// The select list runs left to right, as [LockTimeout]'s does. The keys
+// The select list runs left to right (see bounded). The keys
 // are rows of a VALUES list, even one key, because a scan looks for
 // interrupts before each row: the server can grant a transaction lock as
 // lock_timeout fires and raise the timeout only at its next look, and that
@@ -68,7 +68,12 @@ func scanned(xact, shared bool, keys []Key) string {
 }
 
 // bounded renders the statement that runs the select-list entries waits
-// with lock_timeout set to ms, and then puts the setting back.
+// with lock_timeout set to ms, and then puts the setting back. The inner
+// select list runs left to right: it saves the setting, bounds the wait,
+// and waits; the outer one puts the saved setting back. So the bound
+// covers this statement alone, inside a transaction or outside one, and
+// the rest of a transaction runs with whatever it had before. OFFSET 0
+// keeps the planner from merging the two levels.
 func bounded(ms int64, waits string) string {
 	return "SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT " +
 		"pg_catalog.current_setting('lock_timeout') AS prev, pg_catalog.set_config('lock_timeout', '" +
