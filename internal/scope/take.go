@@ -46,9 +46,11 @@ func take(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, o 
 	w := waitInSlices(ctx, start, o, op, KeyList(keys), len(keys) == 1,
 		func(ctx context.Context) (waitSettings, error) { return readWaitSettings(ctx, conn) },
 		func(ctx context.Context, _ int, ms int64) error {
-			stmt := sqltext.Plain(sqltext.SessionSlice(o.Shared, ms, keys...))
+			var stmt sqltext.Stmt
 			if len(keys) == 1 {
 				stmt = sqltext.SessionSliceStmt(f, o.Shared, ms, keys[0])
+			} else {
+				stmt = sqltext.Plain(sqltext.SessionSlice(o.Shared, ms, keys...))
 			}
 			_, err := Run(ctx, conn, stmt.Query, stmt.Args...)
 			return err

@@ -63,14 +63,18 @@ func parseMillis(s string) (time.Duration, error) {
 		i = len(s)
 	}
 	n, err := strconv.ParseInt(s[:i], 10, 64)
-	unit, ok := map[string]time.Duration{
-		"": time.Millisecond, "ms": time.Millisecond, "s": time.Second,
-		"min": time.Minute, "h": time.Hour, "d": 24 * time.Hour,
-	}[s[i:]]
+	unit, ok := settingUnits[s[i:]]
 	if err != nil || !ok || n < 0 {
 		return 0, fmt.Errorf("advisory: cannot read the setting %q as a duration", s)
 	}
 	return time.Duration(n) * unit, nil
+}
+
+// settingUnits are the units current_setting shows a time setting in; no
+// unit is the setting's own, the millisecond.
+var settingUnits = map[string]time.Duration{
+	"": time.Millisecond, "ms": time.Millisecond, "s": time.Second,
+	"min": time.Minute, "h": time.Hour, "d": 24 * time.Hour,
 }
 
 // A slicer plans the slices of one wait.
@@ -172,14 +176,14 @@ type sliceFunc func(ctx context.Context, n int, ms int64) error
 // granted as it failed.
 func waitInSlices(ctx context.Context, start time.Time, o *Options, op, keys string, settingsFirst bool, settings func(context.Context) (waitSettings, error), slice sliceFunc) waitOutcome {
 	p := firstSlicer(start, o)
-	if settingsFirst {
-		s, err := settings(ctx)
-		if err != nil {
-			return waitOutcome{err: Fail(ctx, op, keys, err), doubt: true}
-		}
-		p = p.withSettings(start, s)
-	}
 	for n := 0; ; n++ {
+		if n == 0 && settingsFirst || n == 1 && !settingsFirst {
+			s, err := settings(ctx)
+			if err != nil {
+				return waitOutcome{err: Fail(ctx, op, keys, err), doubt: true}
+			}
+			p = p.withSettings(start, s)
+		}
 		ms, last := p.next(time.Now())
 		if ms == 0 {
 			return waitOutcome{err: FailKind(op, keys, ErrLockTimeout, errWaitBound{p.bound})}
@@ -197,13 +201,6 @@ func waitInSlices(ctx context.Context, start time.Time, o *Options, op, keys str
 			return waitOutcome{err: FailWait(ctx, op, keys, err), doubt: true}
 		case last:
 			return waitOutcome{err: FailKind(op, keys, ErrLockTimeout, err)}
-		}
-		if n == 0 && !settingsFirst {
-			s, err := settings(ctx)
-			if err != nil {
-				return waitOutcome{err: Fail(ctx, op, keys, err), doubt: true}
-			}
-			p = p.withSettings(start, s)
 		}
 	}
 }

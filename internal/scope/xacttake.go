@@ -74,7 +74,7 @@ func (w *xactWait) take(ctx context.Context, op string, f sqltext.Form, start ti
 			case w.owned && (n > 0 || len(w.keys) == 1):
 				// The transaction ran a slice that failed, or the
 				// try, whose snapshot REPEATABLE READ keeps.
-				slice = "ROLLBACK; " + begin + "; " + slice
+				slice = sqltext.InNewTransaction(begin, slice)
 			case !w.owned:
 				slice = sqltext.InSavepoint(w.savepoint, slice)
 				w.savepoint = true

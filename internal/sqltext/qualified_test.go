@@ -86,6 +86,9 @@ var builders = []struct {
 	}},
 	{"RollbackToWaitSavepoint", func(variant) string { return sqltext.RollbackToWaitSavepoint }},
 	{"LeaveWaitSavepoint", func(variant) string { return sqltext.LeaveWaitSavepoint }},
+	{"InNewTransaction", func(v variant) string {
+		return sqltext.InNewTransaction("BEGIN ISOLATION LEVEL REPEATABLE READ", sqltext.XactSlice(v.shared, 5, v.keys...))
+	}},
 	{"SessionSliceStmt", func(v variant) string { return sqltext.SessionSliceStmt(v.form, v.shared, 1000, v.keys[0]).Query }},
 	{"XactSliceStmt", func(v variant) string { return sqltext.XactSliceStmt(v.form, v.shared, 1000, v.keys[0]).Query }},
 	{"CreateSchema", func(variant) string { return sqltext.CreateSchema }},

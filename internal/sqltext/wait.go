@@ -80,6 +80,14 @@ func bounded(ms int64, waits string) string {
 		strconv.FormatInt(ms, 10) + "', true), " + waits + " OFFSET 0) AS t"
 }
 
+// InNewTransaction returns slice run in a transaction of its own, in a
+// transaction block that must go on: it ends the current transaction and
+// begins another with begin ("BEGIN", or BEGIN with the block's isolation
+// level and access mode), in one message, as [InSavepoint] does.
+func InNewTransaction(begin, slice string) string {
+	return "ROLLBACK; " + begin + "; " + slice
+}
+
 // WaitSavepoint names the savepoint under which a slice runs in a
 // transaction the caller began.
 const WaitSavepoint = "pgadvisory_wait"
