@@ -112,19 +112,12 @@ func setup(ctx context.Context, db *sql.DB, o *options, table string, byDefault 
 		if exists {
 			return nil
 		}
+		var def *ownschema.Default
 		if byDefault {
-			schemas, err := ownschema.Legacy(ctx, tx, legacyTable)
-			if err != nil {
-				return err
-			}
-			if len(schemas) > 0 {
-				return ownschema.LegacyError(legacyTable, schemas, DefaultTable, "idempotency.Table")
-			}
+			def = &ownschema.Default{Table: DefaultTable, Legacy: legacyTable, Option: "idempotency.Table"}
 		}
-		if ownschema.Holds(table) {
-			if err := ownschema.Ensure(ctx, tx); err != nil {
-				return err
-			}
+		if err := ownschema.PrepareCreate(ctx, tx, table, def); err != nil {
+			return err
 		}
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf(createSQL, table)); err != nil {
 			return fmt.Errorf("create table: %w", err)

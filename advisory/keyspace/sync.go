@@ -164,7 +164,11 @@ func syncTx(ctx context.Context, tx *sql.Tx, table string, byDefault bool, by st
 		return fmt.Errorf("look for the table: %w", err)
 	}
 	if !exists {
-		if err := prepareCreate(ctx, tx, table, byDefault); err != nil {
+		var def *ownschema.Default
+		if byDefault {
+			def = &ownschema.Default{Table: DefaultTable, Legacy: legacyTable, Option: "keyspace.Table"}
+		}
+		if err := ownschema.PrepareCreate(ctx, tx, table, def); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf(syncCreateSQL, table)); err != nil {
@@ -217,25 +221,6 @@ func syncTx(ctx context.Context, tx *sql.Tx, table string, byDefault bool, by st
 		if _, err := tx.ExecContext(ctx, fmt.Sprintf(stmt, table), ns.ID, ns.Name, ns.Owner, ns.Doc, nsBy); err != nil {
 			return fmt.Errorf("write namespace %s: %w", describe(ns), err)
 		}
-	}
-	return nil
-}
-
-// prepareCreate readies tx to create the quoted table: it refuses to
-// create DefaultTable (when byDefault) beside an earlier release's, and
-// creates schema pgadvisory when the table goes there and it is missing.
-func prepareCreate(ctx context.Context, tx *sql.Tx, table string, byDefault bool) error {
-	if byDefault {
-		schemas, err := ownschema.Legacy(ctx, tx, legacyTable)
-		if err != nil {
-			return err
-		}
-		if len(schemas) > 0 {
-			return ownschema.LegacyError(legacyTable, schemas, DefaultTable, "keyspace.Table")
-		}
-	}
-	if ownschema.Holds(table) {
-		return ownschema.Ensure(ctx, tx)
 	}
 	return nil
 }

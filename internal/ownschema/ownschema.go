@@ -7,10 +7,10 @@ package ownschema
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/pgadvisory/pgadvisory/internal/scope"
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 )
 
@@ -42,7 +42,7 @@ func Ensure(ctx context.Context, tx *sql.Tx) error {
 	}
 	_, err := tx.ExecContext(ctx, sqltext.CreateSchema)
 	end := "RELEASE SAVEPOINT " + savepoint
-	switch code := sqlState(err); {
+	switch code := scope.SQLState(err); {
 	case err == nil:
 	case code == "23505", code == "42P06":
 		end, err = "ROLLBACK TO SAVEPOINT "+savepoint, nil // another session made it
@@ -95,11 +95,29 @@ func LegacyError(legacy string, schemas []string, table, option string) error {
 		sqltext.Schema, old, sqltext.Schema, sqltext.Schema, legacy, name, option, old)
 }
 
-// sqlState returns the SQLSTATE of the server error in err's chain, or "".
-func sqlState(err error) string {
-	var se interface{ SQLState() string }
-	if errors.As(err, &se) {
-		return se.SQLState()
+// A Default is a package's default table: its name (as
+// "pgadvisory.name"), the name of an earlier release's default, and the
+// package's option that names a table.
+type Default struct {
+	Table, Legacy, Option string
+}
+
+// PrepareCreate readies tx to create the quoted table: when the table is
+// the package's default (def not nil), it refuses to create it beside an
+// earlier release's, and it creates [sqltext.Schema] when the table goes
+// there and the schema is missing.
+func PrepareCreate(ctx context.Context, tx *sql.Tx, table string, def *Default) error {
+	if def != nil {
+		schemas, err := Legacy(ctx, tx, def.Legacy)
+		if err != nil {
+			return err
+		}
+		if len(schemas) > 0 {
+			return LegacyError(def.Legacy, schemas, def.Table, def.Option)
+		}
 	}
-	return ""
+	if Holds(table) {
+		return Ensure(ctx, tx)
+	}
+	return nil
 }
