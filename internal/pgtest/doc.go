@@ -88,6 +88,17 @@
 // function it returns is called, as docker pause does. Both refuse a
 // shared server, which other tests use.
 //
+// # Standbys and failover
+//
+// [Standbys] returns a primary with a streaming hot standby per Docker
+// image, made with pg_basebackup -R and shared by a binary's tests;
+// [EachStandby] runs a subtest per pair and driver. [StartStandbys] starts
+// pairs of one test's own, which it may [Pair.Cut] (the standby receives
+// no more WAL), [Pair.Kill] (the primary dies at once) and [Pair.Promote];
+// [Pair.AwaitReplay] waits until the standby has replayed the primary's
+// WAL, and [Pair.MultiHostDSN] names both servers for a driver that picks
+// the writable one. Pairs need Docker.
+//
 // # Use in examples
 //
 // Runnable example programs have no testing.TB; [Launch] gives them a DSN and
