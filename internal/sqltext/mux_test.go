@@ -31,9 +31,18 @@ func TestCarrierStatements(t *testing.T) {
 	}
 }
 
-// nextToken is how a statement draws a fencing token.
-const nextToken = "pg_catalog.nextval(COALESCE(pg_catalog.to_regclass('pgadvisory.fencing_token'), " +
-	`'pg_catalog."pgadvisory.fencing_token"'::pg_catalog.text::pg_catalog.regclass))`
+// nextToken is how a statement draws a fencing token: the timeline and
+// the counter, with synchronous_commit forced for the statement's
+// transaction when it is off.
+const nextToken = "(SELECT CASE WHEN f.n BETWEEN 1 AND 1099511627775 AND f.l BETWEEN 1 AND 8388607 THEN f.l << 40 | f.n " +
+	"ELSE ('advisory: fencing: counter ' || f.n || ' of pgadvisory.fencing_token on timeline ' || f.l || " +
+	"' does not fit a fencing token')::pg_catalog.int8 END " +
+	"FROM (SELECT CASE WHEN (CASE WHEN pg_catalog.current_setting('synchronous_commit') = 'off' " +
+	"THEN pg_catalog.set_config('synchronous_commit', 'local', true) ELSE pg_catalog.current_setting('synchronous_commit') END) " +
+	"IS NOT NULL THEN pg_catalog.nextval(COALESCE(pg_catalog.to_regclass('pgadvisory.fencing_token'), " +
+	`'pg_catalog."pgadvisory.fencing_token"'::pg_catalog.text::pg_catalog.regclass)) END AS n, ` +
+	"('x' || pg_catalog.substr(pg_catalog.pg_walfile_name(pg_catalog.pg_current_wal_lsn()), 1, 8))::pg_catalog.bit(32)::pg_catalog.int8 AS l " +
+	"OFFSET 0) AS f)"
 
 // TestKeyFromTag checks that a key read back from pg_catalog.pg_locks' columns is
 // the key that was locked, in both key spaces and at their extremes.
