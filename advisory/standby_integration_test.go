@@ -158,6 +158,20 @@ var standbyCases = []standbyCase{
 		// Watch closes conn.
 		return releaseLease(t, func() (*advisory.Lease, error) { return advisory.Watch(ctx, conn, key) })
 	}, false},
+	{"WatchFencing", func(ctx context.Context, t *testing.T, db *sql.DB, key advisory.Key, _ *bool) error {
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A lock taken by hand: the server grants it on a standby.
+		c, o := keyInts(key)
+		if _, err := conn.ExecContext(ctx, "SELECT pg_catalog.pg_advisory_lock($1::int4, $2::int4)", c, o); err != nil {
+			conn.Close()
+			t.Fatal(err)
+		}
+		// Watch closes conn.
+		return releaseLease(t, func() (*advisory.Lease, error) { return advisory.Watch(ctx, conn, key, advisory.Fencing()) })
+	}, false},
 	{"Locker", func(ctx context.Context, t *testing.T, db *sql.DB, key advisory.Key, _ *bool) error {
 		lk, err := advisory.NewLocker(db)
 		if err != nil {
