@@ -85,8 +85,10 @@
 //
 // [Server.Restart] restarts a dedicated server (a fast shutdown, then a
 // start on the same port and DSN), and [Server.Pause] freezes it until the
-// function it returns is called, as docker pause does. Both refuse a
-// shared server, which other tests use.
+// function it returns is called, as docker pause does. [Server.Crash]
+// kills it with no shutdown, losing the WAL it had not written, and starts
+// it again through crash recovery. All three refuse a shared server, which
+// other tests use.
 //
 // # Standbys and failover
 //
