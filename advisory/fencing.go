@@ -10,6 +10,31 @@ import (
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 )
 
+// tokenCounterBits is the width of a fencing token's counter, below its
+// timeline (see [SplitToken]).
+const tokenCounterBits = 40
+
+// SplitToken returns the two parts of a fencing token from [Lease.Token]:
+// the timeline of the server that handed it out, and the counter drawn
+// from the sequence pgadvisory.fencing_token. A token is
+//
+//	timeline<<40 | counter
+//
+// an int64 that is never negative. PostgreSQL's timeline grows by one at
+// every promotion of a standby, so tokens compare by timeline first: every
+// token a promoted standby hands out is greater than every token of the
+// primary it replaced, even those whose WAL it never received. Within a
+// timeline the counter grows with every token drawn on the database, up to
+// 2^40-1; the draw after that fails rather than wrap. A token of an
+// earlier release, the counter alone, has timeline 0; one of 0, which
+// [Lease.Token] returns without [Fencing], splits into 0 and 0.
+//
+// Resources compare tokens as whole numbers; SplitToken is for logs and
+// for telling a failover from a new holder.
+func SplitToken(token int64) (timeline, counter int64) {
+	return token >> tokenCounterBits, token & (1<<tokenCounterBits - 1)
+}
+
 // privilegeDenied is the SQLSTATE of a privilege the role lacks.
 const privilegeDenied = "42501"
 

@@ -3,6 +3,7 @@ package advisory
 import (
 	"context"
 	"errors"
+	"math"
 	"regexp"
 	"testing"
 
@@ -103,6 +104,37 @@ func TestExplainFencing(t *testing.T) {
 			asks := !tt.noDB && tt.fencing && tt.code == "42501"
 			if err := m.ExpectationsWereMet(); asks && err != nil {
 				t.Errorf("the privileges were not asked: %v", err)
+			}
+		})
+	}
+}
+
+// TestSplitToken checks the layout of a fencing token: the timeline above
+// bit 40, the counter below.
+func TestSplitToken(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name              string
+		token             int64
+		timeline, counter int64
+	}{
+		{"NoToken", 0, 0, 0},
+		{"EarlierRelease", 10501, 0, 10501},
+		{"EarlierReleaseLast", 1<<40 - 1, 0, 1<<40 - 1},
+		{"FirstOfTimeline1", 1<<40 | 1, 1, 1},
+		{"Timeline2", 2<<40 | 34, 2, 34},
+		{"LastCounter", 7<<40 | (1<<40 - 1), 7, 1<<40 - 1},
+		{"Greatest", math.MaxInt64, 1<<23 - 1, 1<<40 - 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tl, c := SplitToken(tt.token)
+			if tl != tt.timeline || c != tt.counter {
+				t.Errorf("SplitToken(%d) = %d, %d; want %d, %d", tt.token, tl, c, tt.timeline, tt.counter)
+			}
+			if back := tl<<tokenCounterBits | c; back != tt.token {
+				t.Errorf("timeline<<40 | counter = %d; want %d", back, tt.token)
 			}
 		})
 	}
