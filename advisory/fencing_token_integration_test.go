@@ -232,8 +232,8 @@ func TestFencingCrashIntegration(t *testing.T) {
 					}
 					lastPlain = max(lastPlain, plain)
 				}
-				t.Logf("%s: %d crashes: %d tokens, %d went back; plain nextval went back after %d of %d crashes",
-					d, runs, tokens, back, plainBack, runs)
+				t.Logf("%s/%s: %d crashes: %d tokens, %d went back; plain nextval went back after %d of %d crashes",
+					s.Name, d, runs, tokens, back, plainBack, runs)
 			}
 		})
 	}

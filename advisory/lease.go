@@ -168,9 +168,11 @@ func (l *Lease) Done() <-chan struct{} { return l.l.Context().Done() }
 func (l *Lease) Err() error { return l.l.Err() }
 
 // Token returns the lease's fencing token, or 0 when [Fencing] was not
-// given. Tokens strictly increase across successive holders of a key, and
-// across restarts of the server: a resource that records the highest token
-// it has seen can refuse a write from a holder whose lease was lost.
+// given. Tokens strictly increase across successive holders of a key,
+// across crashes of the server and across promotions of a standby: a
+// resource that records the highest token it has seen can refuse a write
+// from a holder whose lease was lost. A token is the server's timeline
+// above bit 40 and a counter below ([SplitToken]).
 func (l *Lease) Token() int64 { return l.l.Token() }
 
 // Release stops the heartbeat, releases the lock and returns the
@@ -207,6 +209,17 @@ func Heartbeat(d time.Duration) Option {
 // lacks one gets an error (the driver's, SQLSTATE 42501, wrapped) that
 // names the privilege and what an administrator can run instead. The
 // sequence starts after the greatest value of any pgadvisory_fencing_token,
-// the sequence of earlier releases, that the role may read. Sequences
-// survive restarts, so tokens never go back. The scoped helpers ignore it.
+// the sequence of earlier releases, that the role may read.
+//
+// A token is durable before it is handed out: the statement that draws it
+// makes its own transaction's commit wait for the WAL flush when
+// synchronous_commit is off (for the session, role or server), so a crash
+// cannot hand it out again; the session's setting is the same after it.
+// Watch inside a transaction block of the caller's is the exception: the
+// setting lasts until the block ends, and the token is durable once the
+// block commits, not before. A token begins with the server's timeline,
+// which grows at every promotion, so a promoted standby's tokens are
+// greater than every token of the primary it replaced, even those whose
+// WAL it never received ([SplitToken]). The draw after 2^40-1 tokens on a
+// database fails rather than wrap. The scoped helpers ignore Fencing.
 func Fencing() Option { return func(o *scope.Options) { o.Fencing = true } }
