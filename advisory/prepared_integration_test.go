@@ -62,10 +62,10 @@ func TestPreparedStatementsIntegration(t *testing.T) {
 			want = []string{
 				"SELECT 1 WHERE pg_catalog.pg_advisory_unlock($1)",
 				"SELECT 1 WHERE pg_catalog.pg_advisory_unlock($1,$2)",
-				"SELECT 1 WHERE pg_catalog.pg_try_advisory_lock($1)",
-				"SELECT 1 WHERE pg_catalog.pg_try_advisory_lock($1,$2)",
-				"SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock($1)",
-				"SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock_shared($1,$2)",
+				"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock($1) THEN 1 ELSE 0 END)",
+				"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock($1,$2) THEN 1 ELSE 0 END)",
+				"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock($1) THEN 1 ELSE 0 END)",
+				"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock_shared($1,$2) THEN 1 ELSE 0 END)",
 			}
 		}
 		if !slices.Equal(got, want) {
@@ -76,7 +76,7 @@ func TestPreparedStatementsIntegration(t *testing.T) {
 			xconn := pgtest.Conn(t, tg.DB)
 			got := preparedStatements(t, xconn)
 			// A free key's wait is its try.
-			want := []string{"SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock($1)"}
+			want := []string{"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock($1) THEN 1 ELSE 0 END)"}
 			if !slices.Equal(got, want) {
 				t.Errorf("prepared statements on the transactions' connection:\n got %q\nwant %q", got, want)
 			}

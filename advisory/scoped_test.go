@@ -19,7 +19,7 @@ import (
 func TestWithXactLock(t *testing.T) {
 	t.Parallel()
 	errWork := errors.New("work failed")
-	const try42 = "SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)"
+	const try42 = "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(42) THEN 1 ELSE 0 END)"
 	tests := []struct {
 		name     string
 		opts     []advisory.Option
@@ -39,7 +39,7 @@ func TestWithXactLock(t *testing.T) {
 		{name: "TryBusy", opts: []advisory.Option{advisory.Try()}, lockSQL: try42,
 			affected: 0, wantErr: advisory.ErrNotAcquired},
 		{name: "TryShared", opts: []advisory.Option{advisory.Try(), advisory.Shared()},
-			lockSQL: "SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock_shared(42)", affected: 1, commit: true, fnCalled: true},
+			lockSQL: "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock_shared(42) THEN 1 ELSE 0 END)", affected: 1, commit: true, fnCalled: true},
 		{name: "Timeout", opts: []advisory.Option{advisory.Timeout(250 * time.Millisecond)}, busy: true,
 			lockSQL:  xactSliceSQL("42", 250),
 			affected: 1, commit: true, fnCalled: true},
@@ -99,7 +99,7 @@ func TestWithXactLockPanicRollsBack(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, exactSQL)
 	m.ExpectBegin()
-	m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)").WillReturnResult(rows(1))
+	m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(42) THEN 1 ELSE 0 END)").WillReturnResult(rows(1))
 	m.ExpectRollback()
 	defer func() {
 		if p := recover(); p != "boom" {
@@ -116,7 +116,7 @@ func TestWithXactLockCommitFails(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, exactSQL)
 	m.ExpectBegin()
-	m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)").WillReturnResult(rows(1))
+	m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(42) THEN 1 ELSE 0 END)").WillReturnResult(rows(1))
 	commitErr := &sqlState{"40001", "could not serialize access"}
 	m.ExpectCommit().WillReturnError(commitErr)
 	err := advisory.WithXactLock(context.Background(), db, k42, func(context.Context, *sql.Tx) error { return nil })
@@ -131,7 +131,7 @@ func TestWithXactLockCommitEarly(t *testing.T) {
 		t.Parallel()
 		db, m := mock.New(t, exactSQL)
 		m.ExpectBegin()
-		m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)").WillReturnResult(rows(1))
+		m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(42) THEN 1 ELSE 0 END)").WillReturnResult(rows(1))
 		m.ExpectCommit()
 		err := advisory.WithXactLock(context.Background(), db, k42, func(ctx context.Context, _ *sql.Tx) error {
 			if err := advisory.CommitEarly(ctx); err != nil {
@@ -147,7 +147,7 @@ func TestWithXactLockCommitEarly(t *testing.T) {
 		t.Parallel()
 		db, m := mock.New(t, exactSQL)
 		m.ExpectBegin()
-		m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)").WillReturnResult(rows(1))
+		m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(42) THEN 1 ELSE 0 END)").WillReturnResult(rows(1))
 		commitErr := &sqlState{"40001", "could not serialize access"}
 		m.ExpectCommit().WillReturnError(commitErr)
 		var early error
@@ -163,7 +163,7 @@ func TestWithXactLockCommitEarly(t *testing.T) {
 		t.Parallel()
 		db, m := mock.New(t, exactSQL)
 		m.ExpectBegin()
-		m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)").WillReturnResult(rows(1))
+		m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(42) THEN 1 ELSE 0 END)").WillReturnResult(rows(1))
 		m.ExpectRollback()
 		var early error
 		err := advisory.WithXactLock(context.Background(), db, k42, func(ctx context.Context, _ *sql.Tx) error {
@@ -178,7 +178,7 @@ func TestWithXactLockCommitEarly(t *testing.T) {
 		t.Parallel()
 		db, m := mock.New(t, exactSQL)
 		m.ExpectBegin()
-		m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)").WillReturnResult(rows(1))
+		m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(42) THEN 1 ELSE 0 END)").WillReturnResult(rows(1))
 		m.ExpectRollback()
 		ctx, cancel := context.WithCancel(context.Background())
 		err := advisory.WithXactLock(ctx, db, k42, func(context.Context, *sql.Tx) error {
@@ -213,7 +213,7 @@ func TestWithXactLockNeverGuessesTheOutcome(t *testing.T) {
 			t.Parallel()
 			db, m := mock.New(t, exactSQL)
 			m.ExpectBegin()
-			m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)").WillReturnResult(rows(1))
+			m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(42) THEN 1 ELSE 0 END)").WillReturnResult(rows(1))
 			if name == "RolledBack" {
 				m.ExpectRollback()
 			} else {
@@ -234,9 +234,9 @@ func TestScopedReturnFnErrorItself(t *testing.T) {
 	errWork := errors.New("work failed")
 	db, m := mock.New(t, exactSQL)
 	m.ExpectBegin()
-	m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)").WillReturnResult(rows(1))
+	m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(42) THEN 1 ELSE 0 END)").WillReturnResult(rows(1))
 	m.ExpectRollback()
-	m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)").WillReturnResult(rows(1))
+	m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)").WillReturnResult(rows(1))
 	m.ExpectExec(releaseSQL("pg_catalog.pg_advisory_unlock(42)")).WillReturnResult(rows(1))
 	if err := advisory.WithXactLock(context.Background(), db, k42, func(context.Context, *sql.Tx) error { return errWork }); err != errWork {
 		t.Errorf("WithXactLock returned %#v, want fn's error itself", err)
@@ -249,7 +249,7 @@ func TestScopedReturnFnErrorItself(t *testing.T) {
 func TestWithSessionLock(t *testing.T) {
 	t.Parallel()
 	errWork := errors.New("work failed")
-	const try42 = "SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)"
+	const try42 = "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)"
 	tests := []struct {
 		name       string
 		opts       []advisory.Option
@@ -269,7 +269,7 @@ func TestWithSessionLock(t *testing.T) {
 		{name: "WaitBusy", busy: true, lockSQL: sessionSliceSQL(false, "42", 1100), affected: 1,
 			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock(42)"), released: 1, fnCalled: true},
 		{name: "TryShared", opts: []advisory.Option{advisory.Try(), advisory.Shared()},
-			lockSQL: "SELECT 1 WHERE pg_catalog.pg_try_advisory_lock_shared(42)", affected: 1,
+			lockSQL: "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock_shared(42) THEN 1 ELSE 0 END)", affected: 1,
 			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock_shared(42)"), released: 1, fnCalled: true},
 		{name: "TryBusy", opts: []advisory.Option{advisory.Try()},
 			lockSQL: try42, affected: 0, wantErr: advisory.ErrNotAcquired},
@@ -338,7 +338,7 @@ func TestWithSessionLock(t *testing.T) {
 func TestWithSessionLockStrayCancel(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, exactSQL)
-	m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)").WithoutArgs().WillReturnResult(rows(1))
+	m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)").WithoutArgs().WillReturnResult(rows(1))
 	cancelled := &sqlState{"57014", "canceling statement due to user request"}
 	m.ExpectExec(releaseSQL("pg_catalog.pg_advisory_unlock(42)")).WithoutArgs().WillReturnError(cancelled)
 	m.ExpectExec(releaseSQL("pg_catalog.pg_advisory_unlock(42)")).WithoutArgs().WillReturnResult(rows(1))
@@ -354,7 +354,7 @@ func TestWithSessionLockStrayCancel(t *testing.T) {
 func TestWithSessionLockPanicDiscards(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, exactSQL)
-	m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)").WillReturnResult(rows(1))
+	m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)").WillReturnResult(rows(1))
 	m.ExpectClose()
 	func() {
 		defer func() {
@@ -375,7 +375,7 @@ func TestWithSessionLockPanicDiscards(t *testing.T) {
 func TestWithSessionLockDiscardsWhenContextEndsDuringFn(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, exactSQL)
-	m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)").WillReturnResult(rows(1))
+	m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)").WillReturnResult(rows(1))
 	m.ExpectClose() // no unlock: closing the session releases the lock for certain
 	ctx, cancel := context.WithCancel(context.Background())
 	err := advisory.WithSessionLock(ctx, db, k42, func(ctx context.Context, _ *sql.Conn) error {
@@ -399,7 +399,7 @@ func TestWithSessionLockPanicWithOpenTx(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, exactSQL)
 	m.MatchExpectationsInOrder(false)
-	m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)").WillReturnResult(rows(1))
+	m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)").WillReturnResult(rows(1))
 	m.ExpectBegin()
 	m.ExpectExec(releaseSQL("pg_catalog.pg_advisory_unlock(42)")).WillReturnResult(rows(3)) // held, and a transaction is open
 	m.ExpectClose()
@@ -461,7 +461,7 @@ func TestWithXactLockTx(t *testing.T) {
 	t.Run("Commit", func(t *testing.T) {
 		t.Parallel()
 		tx, m := mockTx(t)
-		m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(42)").WillReturnResult(rows(1))
+		m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(42) THEN 1 ELSE 0 END)").WillReturnResult(rows(1))
 		m.ExpectCommit()
 		called := false
 		err := advisory.WithXactLockTx(context.Background(), tx, k42, func(context.Context, *sql.Tx) error {
@@ -506,7 +506,7 @@ func TestWithSessionLockConn(t *testing.T) {
 	t.Run("Release", func(t *testing.T) {
 		t.Parallel()
 		conn, m := mockConn(t)
-		m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_lock_shared(42)").WillReturnResult(rows(1))
+		m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock_shared(42) THEN 1 ELSE 0 END)").WillReturnResult(rows(1))
 		m.ExpectExec(endSQL("pg_catalog.pg_advisory_unlock_shared(42)")).WillReturnResult(rows(1))
 		err := advisory.WithSessionLockConn(context.Background(), conn, k42, func(context.Context, *sql.Conn) error { return nil },
 			advisory.Shared())
@@ -520,7 +520,7 @@ func TestWithSessionLockConn(t *testing.T) {
 	t.Run("LockLostDiscards", func(t *testing.T) {
 		t.Parallel()
 		conn, m := mockConn(t)
-		m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)").WillReturnResult(rows(1))
+		m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)").WillReturnResult(rows(1))
 		m.ExpectExec(endSQL("pg_catalog.pg_advisory_unlock(42)")).WillReturnResult(rows(0))
 		m.ExpectClose()
 		err := advisory.WithSessionLockConn(context.Background(), conn, k42, func(context.Context, *sql.Conn) error { return nil })
@@ -554,12 +554,16 @@ func timeoutSQL(lock string, ms int) string {
 		"pg_catalog.set_config('lock_timeout', '" + strconv.Itoa(ms) + "', true), " + lock + " OFFSET 0) AS t"
 }
 
+// sliceGuardSQL ends the inner select list of a session slice: it takes
+// nothing on a hot standby or on a session that bears a lease's mark.
+const sliceGuardSQL = " WHERE NOT (pg_catalog.pg_is_in_recovery() OR pg_catalog.current_setting('pgadvisory.lease', true) <> '')"
+
 // sessionSliceSQL is a slice of a wait for an exclusive session lock, or a
 // shared one, on one key, written as its lock functions' arguments ("42"):
 // it takes the key as a transaction lock, then as a session lock, waiting
 // at most ms milliseconds.
 func sessionSliceSQL(shared bool, key string, ms int) string {
-	return sqltext.SessionSliceStmt(sqltext.Inline, shared, int64(ms), sliceKey(key)).Query
+	return sqltext.SessionSliceStmt(sqltext.Inline, sqltext.Guarded, shared, int64(ms), sliceKey(key)).Query
 }
 
 // sliceKey parses a key written as its lock functions' arguments: "42" or
@@ -615,5 +619,6 @@ func releaseSQL(unlock string) string {
 // a boolean expression.
 func endSQL(held string) string {
 	return "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN " + held + " THEN 1 ELSE 0 END + " +
-		"CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 2 END)"
+		"CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 2 END + " +
+		"pg_catalog.length(pg_catalog.set_config('pgadvisory.lease', '', false)))"
 }

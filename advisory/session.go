@@ -39,7 +39,7 @@ func LockShared(ctx context.Context, conn *sql.Conn, key Key) error {
 // [Unlock], [UnlockAll], or the end of the session. On error TryLock
 // reports false and closes the session, as [Lock] does.
 func TryLock(ctx context.Context, conn *sql.Conn, key Key) (bool, error) {
-	return acquire(ctx, conn, "try lock", []sqltext.Key{key.sql()}, sqltext.TryLockStmt(scope.ConnForm(conn), false, false, key.sql()))
+	return acquire(ctx, conn, "try lock", []sqltext.Key{key.sql()}, sqltext.TryLockStmt(scope.ConnForm(conn), scope.ConnGuard(ctx, conn), false, false, key.sql()))
 }
 
 // TryLockShared takes a shared session lock on key if no exclusive lock
@@ -47,7 +47,7 @@ func TryLock(ctx context.Context, conn *sql.Conn, key Key) (bool, error) {
 // held until [UnlockShared], [UnlockAll], or the end of the session. On
 // error it reports false and closes the session, as [Lock] does.
 func TryLockShared(ctx context.Context, conn *sql.Conn, key Key) (bool, error) {
-	return acquire(ctx, conn, "try lock shared", []sqltext.Key{key.sql()}, sqltext.TryLockStmt(scope.ConnForm(conn), false, true, key.sql()))
+	return acquire(ctx, conn, "try lock shared", []sqltext.Key{key.sql()}, sqltext.TryLockStmt(scope.ConnForm(conn), scope.ConnGuard(ctx, conn), false, true, key.sql()))
 }
 
 // LockKeys waits until it holds an exclusive session lock on every key. It

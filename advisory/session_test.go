@@ -27,23 +27,23 @@ func TestSessionSQL(t *testing.T) {
 		wantErr  error
 	}{
 		{"Lock", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, k42) }),
-			"SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)", 1, true, nil},
+			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)", 1, true, nil},
 		{"LockPair", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, kPair) }),
-			"SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(1,-2)", 1, true, nil},
+			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(1,-2) THEN 1 ELSE 0 END)", 1, true, nil},
 		{"LockMinInt64", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, kMin) }),
-			"SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(-9223372036854775808)", 1, true, nil},
+			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(-9223372036854775808) THEN 1 ELSE 0 END)", 1, true, nil},
 		{"LockShared", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.LockShared(ctx, c, k42) }),
-			"SELECT 1 WHERE pg_catalog.pg_try_advisory_lock_shared(42)", 1, true, nil},
+			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock_shared(42) THEN 1 ELSE 0 END)", 1, true, nil},
 		{"TryLockTaken", func(ctx context.Context, c *sql.Conn) (bool, error) { return advisory.TryLock(ctx, c, k42) },
-			"SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)", 1, true, nil},
+			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)", 1, true, nil},
 		{"TryLockBusy", func(ctx context.Context, c *sql.Conn) (bool, error) { return advisory.TryLock(ctx, c, k42) },
-			"SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)", 0, false, nil},
+			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)", 0, false, nil},
 		{"TryLockShared", func(ctx context.Context, c *sql.Conn) (bool, error) { return advisory.TryLockShared(ctx, c, kPair) },
-			"SELECT 1 WHERE pg_catalog.pg_try_advisory_lock_shared(1,-2)", 1, true, nil},
+			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock_shared(1,-2) THEN 1 ELSE 0 END)", 1, true, nil},
 		{"LockKeysSortedAndDeduplicated", acquired(func(ctx context.Context, c *sql.Conn) error {
 			return advisory.LockKeys(ctx, c, kPair, k42, advisory.Int64Key(-7), k42)
 		}), timeoutSQL(counted("SELECT pg_catalog.pg_advisory_xact_lock(k) FROM (VALUES (-7),(42)) AS k(k) UNION ALL SELECT pg_catalog.pg_advisory_xact_lock(a,b) FROM (VALUES (1,-2)) AS p(a,b)")+", "+
-			counted("SELECT pg_catalog.pg_advisory_lock(k) FROM (VALUES (-7),(42)) AS k(k) UNION ALL SELECT pg_catalog.pg_advisory_lock(a,b) FROM (VALUES (1,-2)) AS p(a,b)"), 1100), 1, true, nil},
+			counted("SELECT pg_catalog.pg_advisory_lock(k) FROM (VALUES (-7),(42)) AS k(k) UNION ALL SELECT pg_catalog.pg_advisory_lock(a,b) FROM (VALUES (1,-2)) AS p(a,b)")+sliceGuardSQL, 1100), 1, true, nil},
 		{"Unlock", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.Unlock(ctx, c, k42) }),
 			"SELECT 1 WHERE pg_catalog.pg_advisory_unlock(42)", 1, true, nil},
 		{"UnlockShared", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.UnlockShared(ctx, c, kPair) }),
@@ -51,7 +51,7 @@ func TestSessionSQL(t *testing.T) {
 		{"UnlockKeys", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.UnlockKeys(ctx, c, kPair, k42) }),
 			"SELECT 1 FROM (VALUES (42)) AS k(k) WHERE pg_catalog.pg_advisory_unlock(k) UNION ALL SELECT 1 FROM (VALUES (1,-2)) AS p(a,b) WHERE pg_catalog.pg_advisory_unlock(a,b)", 2, true, nil},
 		{"UnlockAll", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.UnlockAll(ctx, c) }),
-			"SELECT pg_catalog.pg_advisory_unlock_all()", 1, true, nil},
+			"SELECT pg_catalog.pg_advisory_unlock_all(), pg_catalog.set_config('pgadvisory.lease', '', false)", 1, true, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,7 +103,7 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 			// session lock, before it returned.
 			name:    "StatementTimeoutRacesTheGrant",
 			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, k42) },
-			try:     "SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)",
+			try:     "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)",
 			sql:     sessionSliceSQL(false, "42", 1100),
 			err:     &sqlState{"57014", "canceling statement due to statement timeout"},
 			wantErr: []error{advisory.ErrLockTimeout},
@@ -112,7 +112,7 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 		{
 			name:    "Deadlock",
 			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.LockShared(ctx, c, k42) },
-			try:     "SELECT 1 WHERE pg_catalog.pg_try_advisory_lock_shared(42)",
+			try:     "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock_shared(42) THEN 1 ELSE 0 END)",
 			sql:     sessionSliceSQL(true, "42", 1100),
 			err:     &sqlState{"40P01", "deadlock detected"},
 			wantErr: []error{advisory.ErrDeadlock},
@@ -130,7 +130,7 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 		{
 			name:    "SuccessAfterContextEnded",
 			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, k42) },
-			sql:     "SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)",
+			sql:     "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)",
 			result:  rows(1),
 			cancel:  true,
 			wantErr: []error{context.Canceled},
@@ -141,7 +141,7 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 				_, err := advisory.TryLock(ctx, c, k42)
 				return err
 			},
-			sql:     "SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)",
+			sql:     "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)",
 			result:  rows(0),
 			cancel:  true,
 			wantErr: []error{context.Canceled},
@@ -183,7 +183,7 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 		{
 			name:    "UnlockAllFails",
 			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.UnlockAll(ctx, c) },
-			sql:     "SELECT pg_catalog.pg_advisory_unlock_all()",
+			sql:     "SELECT pg_catalog.pg_advisory_unlock_all(), pg_catalog.set_config('pgadvisory.lease', '', false)",
 			err:     errors.New("connection reset"),
 			wantErr: []error{},
 		},
@@ -297,7 +297,7 @@ func sqlForKeys(keys ...advisory.Key) string {
 	}
 	values := " FROM (VALUES " + strings.Join(parts, ",") + ") AS k(k)"
 	return timeoutSQL(counted("SELECT pg_catalog.pg_advisory_xact_lock(k)"+values)+", "+
-		counted("SELECT pg_catalog.pg_advisory_lock(k)"+values), 1100)
+		counted("SELECT pg_catalog.pg_advisory_lock(k)"+values)+sliceGuardSQL, 1100)
 }
 
 // counted is the select-list entry of a slice that takes several keys with

@@ -39,9 +39,9 @@ func TestLockWaitsInSlices(t *testing.T) {
 		keys   []sqltext.Key
 	}{
 		{name: "Lock", call: func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, k42) },
-			try: sqltext.TryLock(false, false, sqltext.KeyOf(k42)), keys: []sqltext.Key{sqltext.KeyOf(k42)}},
+			try: sqltext.TryLock(sqltext.Guarded, false, false, sqltext.KeyOf(k42)), keys: []sqltext.Key{sqltext.KeyOf(k42)}},
 		{name: "LockShared", call: func(ctx context.Context, c *sql.Conn) error { return advisory.LockShared(ctx, c, kPair) },
-			try: sqltext.TryLock(false, true, sqltext.KeyOf(kPair)), shared: true, keys: []sqltext.Key{sqltext.KeyOf(kPair)}},
+			try: sqltext.TryLock(sqltext.Guarded, false, true, sqltext.KeyOf(kPair)), shared: true, keys: []sqltext.Key{sqltext.KeyOf(kPair)}},
 		// Several keys are not tried: the wait starts with a slice.
 		{name: "LockKeys", call: func(ctx context.Context, c *sql.Conn) error { return advisory.LockKeys(ctx, c, k2, k1) },
 			keys: []sqltext.Key{sqltext.KeyOf(k1), sqltext.KeyOf(k2)}},
@@ -54,11 +54,11 @@ func TestLockWaitsInSlices(t *testing.T) {
 				m.ExpectExec(tt.try).WithoutArgs().WillReturnResult(rows(0))
 				m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
 			}
-			m.ExpectExec(sqltext.SessionSlice(tt.shared, 1100, tt.keys...)).WithoutArgs().WillReturnError(errRanOut)
+			m.ExpectExec(sqltext.SessionSlice(sqltext.Guarded, tt.shared, 1100, tt.keys...)).WithoutArgs().WillReturnError(errRanOut)
 			if tt.try == "" {
 				m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
 			}
-			m.ExpectExec(sqltext.SessionSlice(tt.shared, 1100, tt.keys...)).WithoutArgs().WillReturnResult(rows(1))
+			m.ExpectExec(sqltext.SessionSlice(sqltext.Guarded, tt.shared, 1100, tt.keys...)).WithoutArgs().WillReturnResult(rows(1))
 			if err := tt.call(context.Background(), conn); err != nil {
 				t.Fatalf("got %v; want nil once the second slice takes the lock", err)
 			}
@@ -82,9 +82,9 @@ func TestXactLockWaitsUnderSavepoint(t *testing.T) {
 		keys   []sqltext.Key
 	}{
 		{name: "XactLock", call: func(ctx context.Context, tx *sql.Tx) error { return advisory.XactLock(ctx, tx, k42) },
-			try: sqltext.TryLock(true, false, sqltext.KeyOf(k42)), keys: []sqltext.Key{sqltext.KeyOf(k42)}},
+			try: sqltext.TryLock(sqltext.Guarded, true, false, sqltext.KeyOf(k42)), keys: []sqltext.Key{sqltext.KeyOf(k42)}},
 		{name: "XactLockShared", call: func(ctx context.Context, tx *sql.Tx) error { return advisory.XactLockShared(ctx, tx, k42) },
-			try: sqltext.TryLock(true, true, sqltext.KeyOf(k42)), shared: true, keys: []sqltext.Key{sqltext.KeyOf(k42)}},
+			try: sqltext.TryLock(sqltext.Guarded, true, true, sqltext.KeyOf(k42)), shared: true, keys: []sqltext.Key{sqltext.KeyOf(k42)}},
 		{name: "XactLockKeys", call: func(ctx context.Context, tx *sql.Tx) error { return advisory.XactLockKeys(ctx, tx, k2, k1) },
 			keys: []sqltext.Key{sqltext.KeyOf(k1), sqltext.KeyOf(k2)}},
 	}
@@ -137,7 +137,7 @@ func TestWithXactLockWaitsInNewTransactions(t *testing.T) {
 			t.Parallel()
 			db, m := mock.New(t, exactSQL)
 			m.ExpectBegin()
-			m.ExpectExec(sqltext.TryLock(true, false, key)).WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, true, false, key)).WithoutArgs().WillReturnResult(rows(0))
 			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
 			slice := "ROLLBACK; BEGIN; " + sqltext.XactSlice(false, 1100, key)
 			for range tt.ranOut {
@@ -175,15 +175,15 @@ func TestWaitTimeoutRunsOut(t *testing.T) {
 		call   func(ctx context.Context, db *sql.DB, called *bool) error
 	}{
 		{name: "WithSessionLock", expect: func(m sqlmock.Sqlmock) {
-			m.ExpectExec(sqltext.TryLock(false, false, key)).WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, false, false, key)).WithoutArgs().WillReturnResult(rows(0))
 			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
-			m.ExpectExec(sqltext.SessionSlice(false, 150, key)).WithoutArgs().WillReturnError(errRanOut)
+			m.ExpectExec(sqltext.SessionSlice(sqltext.Guarded, false, 150, key)).WithoutArgs().WillReturnError(errRanOut)
 		}, call: func(ctx context.Context, db *sql.DB, called *bool) error {
 			return advisory.WithSessionLock(ctx, db, k42, func(context.Context, *sql.Conn) error { *called = true; return nil }, timeout)
 		}},
 		{name: "WithXactLock", expect: func(m sqlmock.Sqlmock) {
 			m.ExpectBegin()
-			m.ExpectExec(sqltext.TryLock(true, false, key)).WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, true, false, key)).WithoutArgs().WillReturnResult(rows(0))
 			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
 			m.ExpectExec("ROLLBACK; BEGIN; " + sqltext.XactSlice(false, 150, key)).WithoutArgs().WillReturnError(errRanOut)
 			m.ExpectRollback()
@@ -192,7 +192,7 @@ func TestWaitTimeoutRunsOut(t *testing.T) {
 		}},
 		{name: "WithXactLockTx", expect: func(m sqlmock.Sqlmock) {
 			m.ExpectBegin()
-			m.ExpectExec(sqltext.TryLock(true, false, key)).WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, true, false, key)).WithoutArgs().WillReturnResult(rows(0))
 			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
 			m.ExpectExec(sqltext.InSavepoint(false, sqltext.XactSlice(false, 150, key))).WithoutArgs().WillReturnError(errRanOut)
 			// The wait leaves the caller's transaction as it was.
@@ -233,11 +233,11 @@ func TestWaitRunsOutKeepsTheSession(t *testing.T) {
 	t.Parallel()
 	conn, m := mockConn(t, sliceSQL)
 	key := sqltext.KeyOf(k42)
-	m.ExpectExec(sqltext.TryLock(false, false, key)).WithoutArgs().WillReturnResult(rows(0))
+	m.ExpectExec(sqltext.TryLock(sqltext.Guarded, false, false, key)).WithoutArgs().WillReturnResult(rows(0))
 	m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(waitSettingsRows("1s", "0", "1s"))
 	// The settings come before the first slice, which waits for what is
 	// left of the session's lock_timeout, shorter than a slice: the last.
-	m.ExpectExec(sqltext.SessionSlice(false, 1000, key)).WithoutArgs().WillReturnError(errRanOut)
+	m.ExpectExec(sqltext.SessionSlice(sqltext.Guarded, false, 1000, key)).WithoutArgs().WillReturnError(errRanOut)
 	err := advisory.Lock(context.Background(), conn, k42)
 	if !errors.Is(err, advisory.ErrLockTimeout) || !errors.Is(err, errRanOut) {
 		t.Fatalf("got %v; want ErrLockTimeout, with the driver's error", err)
@@ -258,7 +258,7 @@ func TestWaitCancelledDuringSliceDiscards(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	key := sqltext.KeyOf(k42)
-	slice := sqltext.SessionSlice(false, 1100, key)
+	slice := sqltext.SessionSlice(sqltext.Guarded, false, 1100, key)
 	// ctx ends as the slice reaches the server: the matcher cancels it,
 	// and sqlmock answers a statement whose delay ctx cuts short with
 	// sqlmock.ErrCancelled.
@@ -269,7 +269,7 @@ func TestWaitCancelledDuringSliceDiscards(t *testing.T) {
 		return sqlmock.QueryMatcherEqual.Match(expected, actual)
 	})
 	conn, m := mockConn(t, mock.QueryMatcher(cancelAtSlice))
-	m.ExpectExec(sqltext.TryLock(false, false, key)).WithoutArgs().WillReturnResult(rows(0))
+	m.ExpectExec(sqltext.TryLock(sqltext.Guarded, false, false, key)).WithoutArgs().WillReturnResult(rows(0))
 	m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
 	m.ExpectExec(slice).WithoutArgs().WillDelayFor(time.Minute).WillReturnResult(rows(1))
 	m.ExpectClose()
@@ -298,7 +298,7 @@ func TestSliceSQL(t *testing.T) {
 		{"ShortBySlack", sessionSliceSQL(false, "42", 1000-sliceSlack), false},
 		{"Longer", sessionSliceSQL(false, "42", 1001), false},
 		{"OtherKey", sessionSliceSQL(false, "43", 1000), false},
-		{"OtherStatement", "SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)", false},
+		{"OtherStatement", "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

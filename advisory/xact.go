@@ -40,14 +40,14 @@ func XactLockShared(ctx context.Context, tx *sql.Tx, key Key) error {
 // without waiting, and reports whether it did. A lock taken is released
 // when tx commits or rolls back.
 func TryXactLock(ctx context.Context, tx *sql.Tx, key Key) (bool, error) {
-	return xactAcquire(ctx, tx, "try xact lock", []sqltext.Key{key.sql()}, sqltext.TryLockStmt(scope.TxForm(tx), true, false, key.sql()))
+	return xactAcquire(ctx, tx, "try xact lock", []sqltext.Key{key.sql()}, sqltext.TryLockStmt(scope.TxForm(tx), scope.TxGuard(ctx), true, false, key.sql()))
 }
 
 // TryXactLockShared takes a shared transaction lock on key if no exclusive
 // lock holds it, without waiting, and reports whether it did. A lock taken
 // is released when tx commits or rolls back.
 func TryXactLockShared(ctx context.Context, tx *sql.Tx, key Key) (bool, error) {
-	return xactAcquire(ctx, tx, "try xact lock shared", []sqltext.Key{key.sql()}, sqltext.TryLockStmt(scope.TxForm(tx), true, true, key.sql()))
+	return xactAcquire(ctx, tx, "try xact lock shared", []sqltext.Key{key.sql()}, sqltext.TryLockStmt(scope.TxForm(tx), scope.TxGuard(ctx), true, true, key.sql()))
 }
 
 // XactLockKeys waits until it holds an exclusive transaction lock on every

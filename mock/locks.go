@@ -19,25 +19,25 @@ import (
 // wait for a free key is the one statement that tries it. (A busy key is
 // then waited for in slices, statements whose number depends on time.)
 func ExpectLock(m sqlmock.Sqlmock, key advisory.Key) *sqlmock.ExpectedExec {
-	return expect(m, sqltext.TryLock(false, false, arg(key)), 1)
+	return expect(m, sqltext.TryLock(sqltext.Guarded, false, false, arg(key)), 1)
 }
 
 // ExpectLockShared expects [advisory.LockShared] on key, and grants it at
 // once, as [ExpectLock] does.
 func ExpectLockShared(m sqlmock.Sqlmock, key advisory.Key) *sqlmock.ExpectedExec {
-	return expect(m, sqltext.TryLock(false, true, arg(key)), 1)
+	return expect(m, sqltext.TryLock(sqltext.Guarded, false, true, arg(key)), 1)
 }
 
 // ExpectTryLock expects [advisory.TryLock] on key, answering whether the
 // lock was acquired.
 func ExpectTryLock(m sqlmock.Sqlmock, key advisory.Key, acquired bool) *sqlmock.ExpectedExec {
-	return expect(m, sqltext.TryLock(false, false, arg(key)), count(acquired))
+	return expect(m, sqltext.TryLock(sqltext.Guarded, false, false, arg(key)), count(acquired))
 }
 
 // ExpectTryLockShared expects [advisory.TryLockShared] on key, answering
 // whether the lock was acquired.
 func ExpectTryLockShared(m sqlmock.Sqlmock, key advisory.Key, acquired bool) *sqlmock.ExpectedExec {
-	return expect(m, sqltext.TryLock(false, true, arg(key)), count(acquired))
+	return expect(m, sqltext.TryLock(sqltext.Guarded, false, true, arg(key)), count(acquired))
 }
 
 // ExpectLockKeys expects [advisory.LockKeys] on keys, in any order and with
@@ -78,25 +78,25 @@ func ExpectUnlockAll(m sqlmock.Sqlmock) *sqlmock.ExpectedExec {
 // ExpectXactLock expects [advisory.XactLock] on key, and grants it at
 // once, as [ExpectLock] does.
 func ExpectXactLock(m sqlmock.Sqlmock, key advisory.Key) *sqlmock.ExpectedExec {
-	return expect(m, sqltext.TryLock(true, false, arg(key)), 1)
+	return expect(m, sqltext.TryLock(sqltext.Guarded, true, false, arg(key)), 1)
 }
 
 // ExpectXactLockShared expects [advisory.XactLockShared] on key, and grants
 // it at once, as [ExpectLock] does.
 func ExpectXactLockShared(m sqlmock.Sqlmock, key advisory.Key) *sqlmock.ExpectedExec {
-	return expect(m, sqltext.TryLock(true, true, arg(key)), 1)
+	return expect(m, sqltext.TryLock(sqltext.Guarded, true, true, arg(key)), 1)
 }
 
 // ExpectTryXactLock expects [advisory.TryXactLock] on key, answering
 // whether the lock was acquired.
 func ExpectTryXactLock(m sqlmock.Sqlmock, key advisory.Key, acquired bool) *sqlmock.ExpectedExec {
-	return expect(m, sqltext.TryLock(true, false, arg(key)), count(acquired))
+	return expect(m, sqltext.TryLock(sqltext.Guarded, true, false, arg(key)), count(acquired))
 }
 
 // ExpectTryXactLockShared expects [advisory.TryXactLockShared] on key,
 // answering whether the lock was acquired.
 func ExpectTryXactLockShared(m sqlmock.Sqlmock, key advisory.Key, acquired bool) *sqlmock.ExpectedExec {
-	return expect(m, sqltext.TryLock(true, true, arg(key)), count(acquired))
+	return expect(m, sqltext.TryLock(sqltext.Guarded, true, true, arg(key)), count(acquired))
 }
 
 // ExpectXactLockKeys expects [advisory.XactLockKeys] on keys, in any order
@@ -112,11 +112,11 @@ func ExpectXactLockKeys(m sqlmock.Sqlmock, keys ...advisory.Key) *sqlmock.Expect
 func firstWait(xact bool, keys []sqltext.Key) string {
 	switch {
 	case len(keys) == 1:
-		return sqltext.TryLock(xact, false, keys[0])
+		return sqltext.TryLock(sqltext.Guarded, xact, false, keys[0])
 	case xact:
 		return sqltext.InSavepoint(false, sqltext.XactSlice(false, firstSlice, keys...))
 	}
-	return sqltext.SessionSlice(false, firstSlice, keys...)
+	return sqltext.SessionSlice(sqltext.Guarded, false, firstSlice, keys...)
 }
 
 // firstSlice is the length, in milliseconds, of the first slice of a wait

@@ -164,16 +164,19 @@ func AcquireWith(ctx context.Context, h Hooks, conn *sql.Conn, op string, keys [
 	}
 	start := now(h)
 	n, err := Run(ctx, conn, stmt.Query, stmt.Args...)
+	acquired := false
 	if err != nil {
 		Discard(conn)
 		err = FailWait(ctx, op, KeyList(keys), err)
+	} else {
+		acquired, err = Tried(n, op, KeyList(keys))
 	}
 	if h != nil {
 		// A copy, so that keys stays on the caller's stack when nothing
 		// is observed.
-		h.Acquired(ctx, op, slices.Clone(keys), since(h, start), err == nil && n > 0, err)
+		h.Acquired(ctx, op, slices.Clone(keys), since(h, start), acquired, err)
 	}
-	return err == nil && n > 0, err
+	return acquired, err
 }
 
 // Release sends stmt, which releases keys on conn as operation op, and
@@ -213,13 +216,16 @@ func XactAcquireWith(ctx context.Context, h Hooks, tx *sql.Tx, op string, keys [
 	}
 	start := now(h)
 	n, err := Run(ctx, tx, stmt.Query, stmt.Args...)
+	acquired := false
 	if err != nil {
 		err = FailWait(ctx, op, KeyList(keys), err)
+	} else {
+		acquired, err = Tried(n, op, KeyList(keys))
 	}
 	if h != nil {
 		// A copy, so that keys stays on the caller's stack when nothing
 		// is observed.
-		h.Acquired(ctx, op, slices.Clone(keys), since(h, start), err == nil && n > 0, err)
+		h.Acquired(ctx, op, slices.Clone(keys), since(h, start), acquired, err)
 	}
-	return err == nil && n > 0, err
+	return acquired, err
 }

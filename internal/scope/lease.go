@@ -93,7 +93,8 @@ func StartLease(ctx context.Context, conn *sql.Conn, key sqltext.Key, o *Options
 	}
 	l.token = token.Int64
 	l.holds = sqltext.Holds(l.pid, o.Shared, key, mark)
-	l.ctx, l.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	holdMark(conn) // until discard or release: see guard.go
+	l.ctx, l.cancel = context.WithCancelCause(withOwnMark(context.WithoutCancel(ctx)))
 	l.stop, l.done = make(chan struct{}), make(chan struct{})
 	go l.watch()
 	return l, nil
@@ -199,6 +200,7 @@ func (l *Lease) lose(cause error) {
 // discard closes the session, so that the server drops whatever it holds,
 // and closes conn when the lease owns it.
 func (l *Lease) discard() {
+	dropMark(l.conn)
 	Discard(l.conn)
 	if l.owned {
 		_ = l.conn.Close()
@@ -224,6 +226,7 @@ func (l *Lease) End(ctx context.Context, end func(ctx context.Context) error) er
 
 func (l *Lease) release(ctx context.Context, end func(context.Context) error) error {
 	close(l.stop)
+	defer dropMark(l.conn)
 	// Wait for the heartbeat to stop, even when ctx has ended: until it
 	// has, it may still use conn, and after a loss it discards the
 	// session before it stops. Its own deadline bounds a heartbeat in

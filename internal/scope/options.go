@@ -104,12 +104,12 @@ func (o *Options) LockOp(xact bool) string {
 }
 
 // LockStatement returns the first statement that takes one key as o says,
-// in a transaction (xact) or a session, in form f (see [ConnForm]), and
-// the operation's name. It is a try, for a wait as well: an uncontended
-// wait ends with it, and a busy key is then waited for in slices (see
-// [Take] and [XactTake]).
+// in a transaction (xact) or a session, in form f (see [ConnForm]), for a
+// caller that holds no lease on the session, and the operation's name. It
+// is a try, for a wait as well: an uncontended wait ends with it, and a
+// busy key is then waited for in slices (see [Take] and [XactTake]).
 func (o *Options) LockStatement(f sqltext.Form, xact bool, key sqltext.Key) (op string, stmt sqltext.Stmt) {
-	return o.LockOp(xact), sqltext.TryLockStmt(f, xact, o.Shared, key)
+	return o.LockOp(xact), sqltext.TryLockStmt(f, sqltext.Guarded, xact, o.Shared, key)
 }
 
 // lockOps names the operations that take a lock, by whether they try,

@@ -51,6 +51,7 @@ func Session(ctx context.Context, conn *sql.Conn, key sqltext.Key, fn func(conte
 	defer cancelFn()
 	if lease != nil {
 		defer context.AfterFunc(lease.Context(), cancelFn)()
+		fnCtx = withOwnMark(fnCtx)
 	}
 	e := sessionEnd{conn: conn, key: key, o: o, owned: owned, cancelFn: cancelFn}
 	end := func(discard bool) error {

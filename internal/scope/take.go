@@ -32,15 +32,16 @@ func Take(ctx context.Context, h Hooks, conn *sql.Conn, op string, keys []sqltex
 
 // take is Take, unobserved.
 func take(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, o *Options, f sqltext.Form, start time.Time) (bool, error) {
+	g := ConnGuard(ctx, conn)
 	if len(keys) == 1 {
-		stmt := sqltext.TryLockStmt(f, false, o.Shared, keys[0])
+		stmt := sqltext.TryLockStmt(f, g, false, o.Shared, keys[0])
 		n, err := Run(ctx, conn, stmt.Query, stmt.Args...)
 		if err != nil {
 			Discard(conn)
 			return false, FailWait(ctx, op, KeyList(keys), err)
 		}
-		if n > 0 || o.Try {
-			return n > 0, nil
+		if n != sqltext.TryBusy || o.Try {
+			return Tried(n, op, KeyList(keys))
 		}
 	}
 	w := waitInSlices(ctx, start, o, op, KeyList(keys), len(keys) == 1,
@@ -48,11 +49,14 @@ func take(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, o 
 		func(ctx context.Context, _ int, ms int64) error {
 			var stmt sqltext.Stmt
 			if len(keys) == 1 {
-				stmt = sqltext.SessionSliceStmt(f, o.Shared, ms, keys[0])
+				stmt = sqltext.SessionSliceStmt(f, g, o.Shared, ms, keys[0])
 			} else {
-				stmt = sqltext.Plain(sqltext.SessionSlice(o.Shared, ms, keys...))
+				stmt = sqltext.Plain(sqltext.SessionSlice(g, o.Shared, ms, keys...))
 			}
-			_, err := Run(ctx, conn, stmt.Query, stmt.Args...)
+			n, err := Run(ctx, conn, stmt.Query, stmt.Args...)
+			if err == nil && n == 0 {
+				return refusal(ctx, conn, g, op, KeyList(keys))
+			}
 			return err
 		})
 	if w.doubt {

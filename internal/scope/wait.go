@@ -189,9 +189,13 @@ func waitInSlices(ctx context.Context, start time.Time, o *Options, op, keys str
 			return waitOutcome{err: FailKind(op, keys, ErrLockTimeout, errWaitBound{p.bound})}
 		}
 		err := slice(ctx, n, ms)
+		var refused refusedError
 		switch {
 		case err == nil:
 			return waitOutcome{}
+		case errors.As(err, &refused):
+			// The slice took nothing.
+			return waitOutcome{err: refused.err}
 		case ctx.Err() != nil:
 			// Whatever the statement says (a slice may run out as the
 			// driver cancels it), ctx ended the wait, and a cancel may

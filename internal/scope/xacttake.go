@@ -51,13 +51,13 @@ type xactWait struct {
 
 func (w *xactWait) take(ctx context.Context, op string, f sqltext.Form, start time.Time) (bool, error) {
 	if len(w.keys) == 1 {
-		stmt := sqltext.TryLockStmt(f, true, w.o.Shared, w.keys[0])
+		stmt := sqltext.TryLockStmt(f, TxGuard(ctx), true, w.o.Shared, w.keys[0])
 		n, err := Run(ctx, w.tx, stmt.Query, stmt.Args...)
 		if err != nil {
 			return false, FailWait(ctx, op, KeyList(w.keys), err)
 		}
-		if n > 0 || w.o.Try {
-			return n > 0, nil
+		if n != sqltext.TryBusy || w.o.Try {
+			return Tried(n, op, KeyList(w.keys))
 		}
 	}
 	begin := ""

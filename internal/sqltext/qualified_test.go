@@ -60,8 +60,10 @@ var builders = []struct {
 	build func(v variant) string
 }{
 	{"Lock", func(v variant) string { return sqltext.Lock(v.xact, v.shared, v.keys...) }},
-	{"TryLock", func(v variant) string { return sqltext.TryLock(v.xact, v.shared, v.keys[0]) }},
-	{"TryLockStmt", func(v variant) string { return sqltext.TryLockStmt(v.form, v.xact, v.shared, v.keys[0]).Query }},
+	{"TryLock", func(v variant) string { return sqltext.TryLock(v.guard(), v.xact, v.shared, v.keys[0]) }},
+	{"TryLockStmt", func(v variant) string {
+		return sqltext.TryLockStmt(v.form, v.guard(), v.xact, v.shared, v.keys[0]).Query
+	}},
 	{"Unlock", func(v variant) string { return sqltext.Unlock(v.shared, v.keys...) }},
 	{"UnlockStmt", func(v variant) string { return sqltext.UnlockStmt(v.form, v.shared, v.keys[0]).Query }},
 	{"EndScope", func(v variant) string { return sqltext.EndScope(v.shared, v.second, v.keys[0]) }},
@@ -79,18 +81,22 @@ var builders = []struct {
 	{"SlotTry", func(v variant) string { return sqltext.SlotTry(v.form, v.slots()).Query }},
 	{"SlotRing", func(v variant) string { return sqltext.SlotRing(v.form, v.keys[0], 3).Query }},
 	{"WaitSettings", func(variant) string { return sqltext.WaitSettings }},
-	{"SessionSlice", func(v variant) string { return sqltext.SessionSlice(v.shared, 1000, v.keys...) }},
+	{"SessionSlice", func(v variant) string { return sqltext.SessionSlice(v.guard(), v.shared, 1000, v.keys...) }},
 	{"XactSlice", func(v variant) string { return sqltext.XactSlice(v.shared, 1000, v.keys...) }},
 	{"InSavepoint", func(v variant) string {
-		return sqltext.InSavepoint(v.second, sqltext.SessionSlice(v.shared, 5, v.keys...))
+		return sqltext.InSavepoint(v.second, sqltext.SessionSlice(sqltext.Guarded, v.shared, 5, v.keys...))
 	}},
 	{"RollbackToWaitSavepoint", func(variant) string { return sqltext.RollbackToWaitSavepoint }},
 	{"LeaveWaitSavepoint", func(variant) string { return sqltext.LeaveWaitSavepoint }},
 	{"InNewTransaction", func(v variant) string {
 		return sqltext.InNewTransaction("BEGIN ISOLATION LEVEL REPEATABLE READ", sqltext.XactSlice(v.shared, 5, v.keys...))
 	}},
-	{"SessionSliceStmt", func(v variant) string { return sqltext.SessionSliceStmt(v.form, v.shared, 1000, v.keys[0]).Query }},
+	{"SessionSliceStmt", func(v variant) string {
+		return sqltext.SessionSliceStmt(v.form, v.guard(), v.shared, 1000, v.keys[0]).Query
+	}},
 	{"XactSliceStmt", func(v variant) string { return sqltext.XactSliceStmt(v.form, v.shared, 1000, v.keys[0]).Query }},
+	{"Refusal", func(variant) string { return sqltext.Refusal }},
+	{"ClearMark", func(variant) string { return "SELECT " + sqltext.ClearMark }},
 	{"CreateSchema", func(variant) string { return sqltext.CreateSchema }},
 	{"SchemaExists", func(variant) string { return sqltext.SchemaExists }},
 	{"TablesNamed", func(variant) string { return sqltext.TablesNamed }},
@@ -102,6 +108,16 @@ var builders = []struct {
 var notStatements = []string{
 	"Form", "Inline", "Params", "Stmt", "Plain", "Key", "Keyer", "KeyOf", "KeysOf", "KeyFromTag",
 	"Schema", "FencingSequence", "LegacyFencingSequence", "WaitSavepoint",
+	"Guard", "Guarded", "OwnMark", "TryBusy", "TryTaken", "TryStandby", "TryShared",
+}
+
+// guard is the guard of v's statements: [sqltext.OwnMark] for the second
+// variant of each, [sqltext.Guarded] otherwise.
+func (v variant) guard() sqltext.Guard {
+	if v.second {
+		return sqltext.OwnMark
+	}
+	return sqltext.Guarded
 }
 
 // TestStatementsQualified fails when a statement the package builds names

@@ -9,8 +9,9 @@
 // Locker's fenced try also come in a second form (see [Form]), with the
 // key as parameters, for the driver that runs that faster. Statements
 // whose answer is a boolean are written so that the answer is the number
-// of rows: "SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)" reports
-// one row when the lock was taken.
+// of rows: "SELECT 1 WHERE pg_catalog.pg_advisory_unlock(42)" reports one
+// row when the lock was held, and a try reports its answers as zero to
+// three rows (see [TryLock]).
 // That lets the caller use ExecContext and read RowsAffected, which keeps
 // every driver on its no-parameter, single round-trip path.
 //
@@ -136,12 +137,13 @@ func appendCall(b []byte, name string, k Key) []byte {
 	return append(b, ')')
 }
 
-// statement renders prefix + "name(args)" with one allocation, for the
-// statements every lock call sends.
-func statement(prefix, name string, k Key) string {
-	var buf [96]byte
+// statement renders prefix + "name(args)" + suffix with one allocation,
+// for the statements every lock call sends.
+func statement(prefix, name string, k Key, suffix string) string {
+	var buf [256]byte
 	b := append(buf[:0], prefix...)
-	return string(appendCall(b, name, k))
+	b = appendCall(b, name, k)
+	return string(append(b, suffix...))
 }
 
 // Lock returns the statement that waits for every key, in the order given.
@@ -157,16 +159,22 @@ func statement(prefix, name string, k Key) string {
 func Lock(xact, shared bool, keys ...Key) string {
 	name := fn("pg_advisory", xact, shared)
 	if len(keys) == 1 {
-		return statement("SELECT ", name, keys[0])
+		return statement("SELECT ", name, keys[0], "")
 	}
 	return perKey("SELECT "+name+"(k) FROM ", "SELECT "+name+"(a,b) FROM ", "", keys)
 }
 
-// TryLock returns the statement that tries one key without waiting. It
-// affects one row when the lock was taken and none when it was not:
-// "SELECT 1 WHERE pg_catalog.pg_try_advisory_lock(42)".
-func TryLock(xact, shared bool, key Key) string {
-	return statement("SELECT 1 WHERE ", fn("pg_try_advisory", xact, shared), key)
+// TryLock returns the statement that tries one key without waiting,
+// guarded by g (see [Guard]). The rows it affects are its answer:
+// [TryTaken] when the lock was taken, [TryBusy] when it was not, and
+// [TryStandby] or [TryShared] when it refused and took nothing:
+//
+//	SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN
+//	pg_catalog.pg_is_in_recovery() THEN 2 WHEN
+//	pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN
+//	pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)
+func TryLock(g Guard, xact, shared bool, key Key) string {
+	return statement(tryPrefixes[g], fn("pg_try_advisory", xact, shared), key, trySuffix)
 }
 
 // Unlock returns the statement that releases one session lock on every
@@ -179,14 +187,16 @@ func TryLock(xact, shared bool, key Key) string {
 func Unlock(shared bool, keys ...Key) string {
 	name := unlockFn(shared)
 	if len(keys) == 1 {
-		return statement("SELECT 1 WHERE ", name, keys[0])
+		return statement("SELECT 1 WHERE ", name, keys[0], "")
 	}
 	return perKey("SELECT 1 FROM ", "SELECT 1 FROM ", name, keys)
 }
 
 // EndScope returns the statement that ends a session scope: it releases
 // key and, when all is set and key was held, every other session lock as
-// well, so that nothing the scope's function took goes back to the pool.
+// well, so that nothing the scope's function took goes back to the pool,
+// and it removes a lease's mark from the session ([ClearMark]), so that
+// the session can serve other callers.
 // It also tells whether the function left a transaction block open on the
 // session, since statement_timestamp() equals transaction_timestamp() only
 // in a transaction's first statement. It affects one row when key was
@@ -196,9 +206,11 @@ func Unlock(shared bool, keys ...Key) string {
 //	pg_catalog.pg_advisory_unlock(42) THEN
 //	pg_catalog.pg_advisory_unlock_all() IS NOT NULL ELSE false END THEN 1
 //	ELSE 0 END + CASE WHEN pg_catalog.statement_timestamp() =
-//	pg_catalog.transaction_timestamp() THEN 0 ELSE 2 END)
+//	pg_catalog.transaction_timestamp() THEN 0 ELSE 2 END +
+//	pg_catalog.length(pg_catalog.set_config('pgadvisory.lease', '', false)))
 //
-// A function's arguments are evaluated once. CASE fixes the order: the
+// A function's arguments are evaluated once, left to right; the last term
+// is always 0. CASE fixes the order: the
 // key's own release decides the answer before anything else is released.
 // In a transaction that has failed, the statement fails with SQLSTATE
 // 25P02 and releases nothing.
@@ -208,11 +220,13 @@ func EndScope(shared, all bool, key Key) string {
 		held = "CASE WHEN " + held + " THEN pg_catalog.pg_advisory_unlock_all() IS NOT NULL ELSE false END"
 	}
 	return "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN " + held + " THEN 1 ELSE 0 END + " +
-		"CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 2 END)"
+		"CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 2 END + " +
+		"pg_catalog.length(" + ClearMark + "))"
 }
 
-// UnlockAll releases every session lock the session holds.
-const UnlockAll = "SELECT pg_catalog.pg_advisory_unlock_all()"
+// UnlockAll releases every session lock the session holds, and removes a
+// lease's mark from it (see [ClearMark]): a lease holds nothing after it.
+const UnlockAll = "SELECT pg_catalog.pg_advisory_unlock_all(), " + ClearMark
 
 // perKey builds a statement with one row per key: the bigint keys as a
 // VALUES list named k(k), the pair keys as one named p(a,b), each after its

@@ -22,17 +22,19 @@ func TestStatements(t *testing.T) {
 				"UNION ALL SELECT pg_catalog.pg_advisory_lock(a,b) FROM (VALUES (-2147483648,7)) AS p(a,b)"},
 		{"LockManyPairsOnly", sqltext.Lock(true, false, pair, pair),
 			"SELECT pg_catalog.pg_advisory_xact_lock(a,b) FROM (VALUES (-2147483648,7),(-2147483648,7)) AS p(a,b)"},
-		{"TryLock", sqltext.TryLock(true, false, big), "SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock(-9223372036854775808)"},
+		{"TryLock", sqltext.TryLock(sqltext.Guarded, true, false, big), "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(-9223372036854775808) THEN 1 ELSE 0 END)"},
 		{"Unlock", sqltext.Unlock(true, pair), "SELECT 1 WHERE pg_catalog.pg_advisory_unlock_shared(-2147483648,7)"},
 		{"UnlockMany", sqltext.Unlock(false, big, pair),
 			"SELECT 1 FROM (VALUES (-9223372036854775808)) AS k(k) WHERE pg_catalog.pg_advisory_unlock(k) " +
 				"UNION ALL SELECT 1 FROM (VALUES (-2147483648,7)) AS p(a,b) WHERE pg_catalog.pg_advisory_unlock(a,b)"},
 		{"EndScopeAll", sqltext.EndScope(false, true, big),
 			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN CASE WHEN pg_catalog.pg_advisory_unlock(-9223372036854775808) THEN pg_catalog.pg_advisory_unlock_all() IS NOT NULL ELSE false END THEN 1 ELSE 0 END + " +
-				"CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 2 END)"},
+				"CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 2 END + " +
+				"pg_catalog.length(pg_catalog.set_config('pgadvisory.lease', '', false)))"},
 		{"EndScopeKey", sqltext.EndScope(true, false, pair),
 			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_advisory_unlock_shared(-2147483648,7) THEN 1 ELSE 0 END + " +
-				"CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 2 END)"},
+				"CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 2 END + " +
+				"pg_catalog.length(pg_catalog.set_config('pgadvisory.lease', '', false)))"},
 		{"KeyString", big.String() + " " + pair.String(), "-9223372036854775808 -2147483648:7"},
 	}
 	for _, tt := range tests {
@@ -55,8 +57,8 @@ func TestStatementForms(t *testing.T) {
 		want string
 		args []any
 	}{
-		{"TryLockInline", sqltext.TryLockStmt(sqltext.Inline, true, true, pair), sqltext.TryLock(true, true, pair), nil},
-		{"TryXactLockParams", sqltext.TryLockStmt(sqltext.Params, true, false, big), "SELECT 1 WHERE pg_catalog.pg_try_advisory_xact_lock($1)", []any{int64(math.MinInt64)}},
+		{"TryLockInline", sqltext.TryLockStmt(sqltext.Inline, sqltext.Guarded, true, true, pair), sqltext.TryLock(sqltext.Guarded, true, true, pair), nil},
+		{"TryXactLockParams", sqltext.TryLockStmt(sqltext.Params, sqltext.Guarded, true, false, big), "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock($1) THEN 1 ELSE 0 END)", []any{int64(math.MinInt64)}},
 		{"UnlockInline", sqltext.UnlockStmt(sqltext.Inline, false, big), sqltext.Unlock(false, big), nil},
 		{"UnlockSharedParams", sqltext.UnlockStmt(sqltext.Params, true, pair), "SELECT 1 WHERE pg_catalog.pg_advisory_unlock_shared($1,$2)", []any{int32(math.MinInt32), int32(7)}},
 		{"Plain", sqltext.Plain(sqltext.UnlockAll), sqltext.UnlockAll, nil},

@@ -25,11 +25,11 @@ type Stmt struct {
 func Plain(query string) Stmt { return Stmt{Query: query} }
 
 // TryLockStmt is [TryLock], in form f.
-func TryLockStmt(f Form, xact, shared bool, key Key) Stmt {
+func TryLockStmt(f Form, g Guard, xact, shared bool, key Key) Stmt {
 	if f == Params {
-		return params(tryParamTexts[b2i(xact)][b2i(shared)], key)
+		return params(tryParamTexts[g][b2i(xact)][b2i(shared)], key)
 	}
-	return Plain(TryLock(xact, shared, key))
+	return Plain(TryLock(g, xact, shared, key))
 }
 
 // UnlockStmt is [Unlock] for one key, in form f.
@@ -59,23 +59,26 @@ func params(texts [2]string, key Key) Stmt {
 }
 
 // tryParamTexts and unlockParamTexts hold the single-key statements of
-// the Params form, indexed as lockFns is (the try's by whether the lock is
-// a transaction's, then shared), then by whether the key is a pair. They are made once, so that a call builds no string.
+// the Params form: the try's by guard, then as lockFns is indexed (by
+// whether the lock is a transaction's, then shared), and each by whether
+// the key is a pair. They are made once, so that a call builds no string.
 var (
-	tryParamTexts    [2][2][2]string
+	tryParamTexts    [2][2][2][2]string
 	unlockParamTexts [2][2]string
 )
 
 func init() {
-	texts := func(prefix, name string) [2]string {
-		return [2]string{prefix + name + "($1)", prefix + name + "($1,$2)"}
+	texts := func(prefix, name, suffix string) [2]string {
+		return [2]string{prefix + name + "($1)" + suffix, prefix + name + "($1,$2)" + suffix}
 	}
-	for xact := range 2 {
-		for shared := range 2 {
-			tryParamTexts[xact][shared] = texts("SELECT 1 WHERE ", lockFns[1][xact][shared])
+	for g := range tryPrefixes {
+		for xact := range 2 {
+			for shared := range 2 {
+				tryParamTexts[g][xact][shared] = texts(tryPrefixes[g], lockFns[1][xact][shared], trySuffix)
+			}
 		}
 	}
 	for shared := range 2 {
-		unlockParamTexts[shared] = texts("SELECT 1 WHERE ", unlockFn(shared == 1))
+		unlockParamTexts[shared] = texts("SELECT 1 WHERE ", unlockFn(shared == 1), "")
 	}
 }

@@ -30,7 +30,8 @@ const WaitSettings = "SELECT pg_catalog.current_setting('lock_timeout'), " +
 //	(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_xact_lock(k)
 //	FROM (VALUES (42)) AS k(k)) AS l),
 //	(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_lock(k)
-//	FROM (VALUES (42)) AS k(k)) AS l) OFFSET 0) AS t
+//	FROM (VALUES (42)) AS k(k)) AS l) WHERE NOT (pg_catalog.pg_is_in_recovery()
+//	OR pg_catalog.current_setting('pgadvisory.lease', true) <> '') OFFSET 0) AS t
 //
 // The select list runs left to right (see bounded). The keys
 // are rows of a VALUES list, even one key, because a scan looks for
@@ -38,8 +39,13 @@ const WaitSettings = "SELECT pg_catalog.current_setting('lock_timeout'), " +
 // lock_timeout fires and raise the timeout only at its next look, and that
 // look must come before the session locks, not after them, or the failed
 // statement would leave them held.
-func SessionSlice(shared bool, ms int64, keys ...Key) string {
-	return bounded(ms, scanned(true, shared, keys)+", "+scanned(false, shared, keys))
+//
+// The slice is guarded by g: it returns no row and takes nothing where
+// [TryLock] would refuse, and [Refusal] then tells why. Session locks are
+// the ones a transaction pooler shares, and each slice runs as a
+// transaction of its own, which the pooler may send to any backend.
+func SessionSlice(g Guard, shared bool, ms int64, keys ...Key) string {
+	return bounded(ms, scanned(true, shared, keys)+", "+scanned(false, shared, keys)+" WHERE NOT ("+refused(g)+")")
 }
 
 // XactSlice returns one slice of a wait for transaction locks on keys: it
@@ -124,11 +130,11 @@ func InSavepoint(again bool, slice string) string {
 // form the bound is $1 and the key $2 (or $2 and $3), so that the text is
 // the same for every slice and key, and pgx prepares it once per
 // connection.
-func SessionSliceStmt(f Form, shared bool, ms int64, key Key) Stmt {
+func SessionSliceStmt(f Form, g Guard, shared bool, ms int64, key Key) Stmt {
 	if f != Params {
-		return Plain(SessionSlice(shared, ms, key))
+		return Plain(SessionSlice(g, shared, ms, key))
 	}
-	return sliceParams(sessionSliceTexts[b2i(shared)], ms, key)
+	return sliceParams(sessionSliceTexts[g][b2i(shared)], ms, key)
 }
 
 // XactSliceStmt is [XactSlice] for one key, in form f, as
@@ -152,8 +158,11 @@ func sliceParams(texts [2]string, ms int64, key Key) Stmt {
 
 // sessionSliceTexts and xactSliceTexts hold the slice statements of the
 // Params form, by whether the lock is shared, then whether the key is a
-// pair.
-var sessionSliceTexts, xactSliceTexts [2][2]string
+// pair; the session's first by guard.
+var (
+	sessionSliceTexts [2][2][2]string
+	xactSliceTexts    [2][2]string
+)
 
 func init() {
 	prefix := "SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT " +
@@ -168,9 +177,12 @@ func init() {
 			xact := fn("pg_advisory", true, shared == 1)
 			session := fn("pg_advisory", false, shared == 1)
 			xactSliceTexts[shared][pair] = prefix + xact + args + " OFFSET 0) AS t"
-			sessionSliceTexts[shared][pair] = prefix +
-				"(SELECT pg_catalog.count(*) FROM (SELECT " + xact + scan[pair] + ", " +
-				"(SELECT pg_catalog.count(*) FROM (SELECT " + session + scan[pair] + " OFFSET 0) AS t"
+			for g := range sessionSliceTexts {
+				sessionSliceTexts[g][shared][pair] = prefix +
+					"(SELECT pg_catalog.count(*) FROM (SELECT " + xact + scan[pair] + ", " +
+					"(SELECT pg_catalog.count(*) FROM (SELECT " + session + scan[pair] +
+					" WHERE NOT (" + refused(Guard(g)) + ") OFFSET 0) AS t"
+			}
 		}
 	}
 }

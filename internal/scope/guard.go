@@ -1,0 +1,115 @@
+package scope
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+)
+
+// Every statement that takes a lock refuses on a hot standby and on a
+// session that bears a lease's mark (see internal/sqltext's guard.go). A
+// lease's own calls are the exception: its session bears its own mark,
+// and a lock taken there on another key is the caller's to take. The
+// calls that run for a lease are known by the connection, when they are
+// made on the lease's *sql.Conn, and otherwise by the context, when it
+// descends from the lease's (the fn of a session scope, or
+// [Lease.Context]).
+
+// markedConns holds the *sql.Conns on which a lease of this process has
+// left its mark; marks counts them, so that a process without a lease on
+// a caller's conn looks nothing up.
+var (
+	markedConns sync.Map
+	marks       atomic.Int64
+)
+
+// ownMarkKey is the context key that tells a call runs for a lease.
+type ownMarkKey struct{}
+
+// withOwnMark returns ctx, marked as running for a lease whose mark is on
+// its session.
+func withOwnMark(ctx context.Context) context.Context {
+	return context.WithValue(ctx, ownMarkKey{}, true)
+}
+
+// holdMark records that a lease has left its mark on conn's session, and
+// dropMark that it has ended; a lease on a connection of its own records
+// nothing, since no caller makes calls on that connection but through the
+// lease's context.
+func holdMark(conn *sql.Conn) {
+	if _, loaded := markedConns.LoadOrStore(conn, struct{}{}); !loaded {
+		marks.Add(1)
+	}
+}
+
+func dropMark(conn *sql.Conn) {
+	if _, loaded := markedConns.LoadAndDelete(conn); loaded {
+		marks.Add(-1)
+	}
+}
+
+// ConnGuard returns what a lock call on conn, under ctx, checks before it
+// takes a lock: everything, unless the call runs for a lease of conn's.
+func ConnGuard(ctx context.Context, conn *sql.Conn) sqltext.Guard {
+	if marks.Load() > 0 {
+		if _, ok := markedConns.Load(conn); ok {
+			return sqltext.OwnMark
+		}
+	}
+	return TxGuard(ctx)
+}
+
+// TxGuard returns what a lock call on a transaction, under ctx, checks:
+// everything, unless ctx descends from a lease's.
+func TxGuard(ctx context.Context) sqltext.Guard {
+	if ctx.Value(ownMarkKey{}) != nil {
+		return sqltext.OwnMark
+	}
+	return sqltext.Guarded
+}
+
+// Tried turns the rows that a try affected ([sqltext.TryLock]) into its
+// answer: whether it took the key, or the refusal it met.
+func Tried(n int64, op, keys string) (bool, error) {
+	switch n {
+	case sqltext.TryBusy:
+		return false, nil
+	case sqltext.TryTaken:
+		return true, nil
+	case sqltext.TryStandby:
+		return false, FailKind(op, keys, ErrStandby, nil)
+	case sqltext.TryShared:
+		return false, FailKind(op, keys, ErrPooler, errForeignMark)
+	}
+	return false, FailKind(op, keys, fmt.Errorf("advisory: a try answered %d rows, which means nothing", n), nil)
+}
+
+// errForeignMark is the cause of ErrPooler when a lock call found another
+// lease's mark on its session.
+var errForeignMark = errors.New("the session bears the mark of a lease that another client holds on it")
+
+// refusal reads why a slice guarded by g refused, and returns the
+// refusal's error, as a [refusedError] when it was read.
+func refusal(ctx context.Context, q queryRower, g sqltext.Guard, op, keys string) error {
+	if g == sqltext.OwnMark {
+		_, err := Tried(sqltext.TryStandby, op, keys)
+		return refusedError{err}
+	}
+	var n int64
+	if err := q.QueryRowContext(ctx, sqltext.Refusal).Scan(&n); err != nil {
+		return Fail(ctx, op, keys, err)
+	}
+	_, err := Tried(n, op, keys)
+	return refusedError{err}
+}
+
+// refusedError is a slice's refusal, which ends a wait holding nothing.
+type refusedError struct{ err error }
+
+func (e refusedError) Error() string { return e.err.Error() }
+func (e refusedError) Unwrap() error { return e.err }
