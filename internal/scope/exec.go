@@ -162,6 +162,9 @@ func AcquireWith(ctx context.Context, h Hooks, conn *sql.Conn, op string, keys [
 	if conn == nil {
 		return false, ErrNilConn
 	}
+	if err := CheckSession(ctx, conn, op, KeyList(keys)); err != nil {
+		return false, err
+	}
 	start := now(h)
 	n, err := Run(ctx, conn, stmt.Query, stmt.Args...)
 	acquired := false
@@ -213,6 +216,9 @@ func XactAcquire(ctx context.Context, tx *sql.Tx, op string, keys []sqltext.Key,
 func XactAcquireWith(ctx context.Context, h Hooks, tx *sql.Tx, op string, keys []sqltext.Key, stmt sqltext.Stmt) (bool, error) {
 	if tx == nil {
 		return false, ErrNilTx
+	}
+	if err := CheckXact(ctx, tx, op, KeyList(keys)); err != nil {
+		return false, err
 	}
 	start := now(h)
 	n, err := Run(ctx, tx, stmt.Query, stmt.Args...)

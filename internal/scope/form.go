@@ -69,24 +69,34 @@ func TxForm(tx *sql.Tx) sqltext.Form {
 	return DBForm(txDB(tx))
 }
 
-// txDBField is the index of the field of database/sql's Tx that holds the
-// *sql.DB the transaction was begun on, or -1 when this Go's Tx has none.
+// txDBField and connDBField are the indexes of the fields of database/sql's
+// Tx and Conn that hold the *sql.DB the transaction was begun on, or the
+// connection taken from; -1 when this Go's type has none.
 //
 // database/sql gives no way to ask a *sql.Tx for its driver, and a caller's
 // transaction on pgx would otherwise pay for a parse and a plan on every
-// lock. The field has been Tx's first, named db and of type *DB, since
-// database/sql began; it is set when the transaction begins and never
-// written again, so reading it races with nothing. It is looked up once
-// by name and type, and if a Go release changes it, every transaction
-// falls back to the Inline form, correct on every driver.
-// TestTxDB fails on such a release, so that the change is seen.
-var txDBField = func() int {
-	f, ok := reflect.TypeFor[sql.Tx]().FieldByName("db")
+// lock; nor a *sql.Conn or *sql.Tx for its *sql.DB, under which the
+// server's engine is known once ([CheckSession]). The field has been the
+// first of Tx and of Conn, named db and of type *DB, since database/sql
+// began; it is set when the transaction begins or the connection is taken
+// and never written again, so reading it races with nothing. It is looked
+// up once by name and type, and if a Go release changes it, every
+// transaction falls back to the Inline form, correct on every driver, and
+// the engine goes unchecked. TestTxDB and TestConnDB fail on such a
+// release, so that the change is seen.
+var (
+	txDBField   = dbField(reflect.TypeFor[sql.Tx]())
+	connDBField = dbField(reflect.TypeFor[sql.Conn]())
+)
+
+// dbField returns the index of t's field db of type *sql.DB, or -1.
+func dbField(t reflect.Type) int {
+	f, ok := t.FieldByName("db")
 	if !ok || len(f.Index) != 1 || f.Type != reflect.TypeFor[*sql.DB]() {
 		return -1
 	}
 	return f.Index[0]
-}()
+}
 
 // txDB returns the *sql.DB tx was begun on, or nil when it cannot be
 // known. It sends nothing and costs a few nanoseconds.
@@ -95,4 +105,13 @@ func txDB(tx *sql.Tx) *sql.DB {
 		return nil
 	}
 	return (*sql.DB)(reflect.ValueOf(tx).Elem().Field(txDBField).UnsafePointer())
+}
+
+// connDB returns the *sql.DB conn was taken from, or nil when it cannot be
+// known. It sends nothing and costs a few nanoseconds.
+func connDB(conn *sql.Conn) *sql.DB {
+	if conn == nil || connDBField < 0 {
+		return nil
+	}
+	return (*sql.DB)(reflect.ValueOf(conn).Elem().Field(connDBField).UnsafePointer())
 }

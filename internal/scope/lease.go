@@ -57,6 +57,10 @@ type Lease struct {
 // session has been discarded, and the lock with it.
 func StartLease(ctx context.Context, conn *sql.Conn, key sqltext.Key, o *Options, form sqltext.Form, owned bool) (*Lease, error) {
 	l := &Lease{conn: conn, key: key, o: *o, owned: owned, interval: o.HeartbeatInterval()}
+	if err := CheckSession(ctx, conn, "lease", key.String()); err != nil {
+		l.discard()
+		return nil, err
+	}
 	var token sql.NullInt64
 	var standby, held bool
 	// The mark, a random number the server draws and leaves on the

@@ -103,6 +103,9 @@ func (m *Mux) Acquire(ctx context.Context, key sqltext.Key, o *Options) (*MuxLea
 }
 
 func (m *Mux) acquire(ctx context.Context, key sqltext.Key, o *Options, op string, h Hooks) (l *MuxLease, err error) {
+	if err := CheckDB(ctx, m.db, false, op, key.String()); err != nil {
+		return nil, err
+	}
 	var deadline time.Time
 	if o.Bounded {
 		// Timeout bounds the whole acquisition: the turn on a

@@ -32,6 +32,9 @@ func Take(ctx context.Context, h Hooks, conn *sql.Conn, op string, keys []sqltex
 
 // take is Take, unobserved.
 func take(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, o *Options, f sqltext.Form, start time.Time) (bool, error) {
+	if err := CheckSession(ctx, conn, op, KeyList(keys)); err != nil {
+		return false, err
+	}
 	g := ConnGuard(ctx, conn)
 	if len(keys) == 1 {
 		stmt := sqltext.TryLockStmt(f, g, false, o.Shared, keys[0])

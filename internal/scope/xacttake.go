@@ -50,6 +50,9 @@ type xactWait struct {
 }
 
 func (w *xactWait) take(ctx context.Context, op string, f sqltext.Form, start time.Time) (bool, error) {
+	if err := CheckXact(ctx, w.tx, op, KeyList(w.keys)); err != nil {
+		return false, err
+	}
 	if len(w.keys) == 1 {
 		stmt := sqltext.TryLockStmt(f, TxGuard(ctx), true, w.o.Shared, w.keys[0])
 		n, err := Run(ctx, w.tx, stmt.Query, stmt.Args...)

@@ -102,6 +102,9 @@ var builders = []struct {
 	{"TablesNamed", func(variant) string { return sqltext.TablesNamed }},
 	{"CreateFencingSequence", func(variant) string { return sqltext.CreateFencingSequence }},
 	{"FencingPrivileges", func(variant) string { return sqltext.FencingPrivileges }},
+	{"EngineProbe", func(variant) string { return sqltext.EngineProbe }},
+	{"EngineVersion", func(variant) string { return sqltext.EngineVersion }},
+	{"CitusGroup", func(variant) string { return sqltext.CitusGroup }},
 }
 
 // notStatements lists the package's exported names that are no statement.

@@ -1,0 +1,241 @@
+package scope
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"regexp"
+	"sync"
+	"testing"
+
+	"github.com/DATA-DOG/go-sqlmock"
+
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+)
+
+func TestClassify(t *testing.T) {
+	t.Parallel()
+	str := func(s string) sql.NullString { return sql.NullString{String: s, Valid: true} }
+	const (
+		pg17 = "PostgreSQL 17.2 (Debian 17.2-1.pgdg120+1) on x86_64-pc-linux-gnu, compiled by gcc (Debian 12.2.0-14) 12.2.0, 64-bit"
+		yb11 = "PostgreSQL 11.2-YB-2024.2.4.0-b0 on x86_64-pc-linux-gnu, compiled by clang version 17.0.6, 64-bit"
+		yb15 = "PostgreSQL 15.12-YB-2025.1.0.0-b0 on x86_64-pc-linux-gnu, compiled by clang version 17.0.6, 64-bit"
+	)
+	tests := []struct {
+		name          string
+		p             probed
+		engine        string
+		version       string
+		session, xact bool // refused
+	}{
+		{"PostgreSQL", probed{version: pg17}, PostgreSQL, "17.2", false, false},
+		{"PostgreSQLNamedApp", probed{version: pg17, application: "billing"}, PostgreSQL, "17.2", false, false},
+		{"PostgreSQLEmptyNeonSetting", probed{version: pg17, neon: str("")}, PostgreSQL, "17.2", false, false},
+		{"Neon", probed{version: pg17, neon: str("8f4c3d8a")}, Neon, "17.2", false, false},
+		{"Supavisor", probed{version: pg17, application: "Supavisor"}, Supavisor, "", true, false},
+		{"CitusCoordinator", probed{version: pg17, citus: str("12.1-1")}, Citus, "12.1-1", false, false},
+		{"CitusWorker", probed{version: pg17, citus: str("12.1-1"), citusGroup: 3}, Citus, "12.1-1", true, true},
+		{"CockroachDB22", probed{version: "CockroachDB CCL v22.2.19 (x86_64-pc-linux-gnu, built 2024/02/12 22:05:51, go1.19.13)"}, CockroachDB, "v22.2.19", true, true},
+		{"CockroachDB26.2", probed{version: "CockroachDB CCL v26.2.4 (aarch64-unknown-linux-gnu, built 2026/08/01 10:00:00, go1.23.7)"}, CockroachDB, "v26.2.4", true, true},
+		{"CockroachDB26.3", probed{version: "CockroachDB OSS v26.3.0 (x86_64-pc-linux-gnu, built 2026/08/20 10:00:00, go1.23.7)"}, CockroachDB, "v26.3.0", true, false},
+		{"CockroachDB30", probed{version: "CockroachDB CCL v30.1.2 (x86_64-pc-linux-gnu)"}, CockroachDB, "v30.1.2", true, false},
+		{"CockroachDBUnparsed", probed{version: "CockroachDB CCL (a build of its own)"}, CockroachDB, "", true, true},
+		{"YugabyteDB2024", probed{version: yb11}, YugabyteDB, "2024.2.4.0", true, true},
+		{"YugabyteDB2024Silenced", probed{version: yb11, ybSilence: str("on")}, YugabyteDB, "2024.2.4.0", true, true},
+		{"YugabyteDB2025", probed{version: yb15, ybLocks: str("on"), ybSilence: str("off")}, YugabyteDB, "2025.1.0.0", false, false},
+		{"YugabyteDB2025Off", probed{version: yb15, ybLocks: str("off"), ybSilence: str("off")}, YugabyteDB, "2025.1.0.0", true, true},
+		{"YugabyteDB2025Silenced", probed{version: yb15, ybLocks: str("off"), ybSilence: str("on")}, YugabyteDB, "2025.1.0.0", true, true},
+		{"Unknown", probed{version: "SomeSQL 1.0"}, PostgreSQL, "", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := classify(tt.p)
+			if e.Name != tt.engine || e.Version != tt.version || (e.Session != "") != tt.session || (e.Xact != "") != tt.xact {
+				t.Errorf("classify = %+v; want %s %q, session refused %v, xact refused %v",
+					e, tt.engine, tt.version, tt.session, tt.xact)
+			}
+		})
+	}
+}
+
+// TestConnDB fails when a Go release moves or retypes the field of
+// sql.Conn that connDB reads: session locks would then go unchecked.
+func TestConnDB(t *testing.T) {
+	t.Parallel()
+	if connDBField < 0 {
+		t.Fatal("sql.Conn has no field db of type *sql.DB: connDB cannot find a connection's *sql.DB")
+	}
+	db, _, err := sqlmock.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if got := connDB(conn); got != db {
+		t.Errorf("connDB(conn) = %p; want the *sql.DB it was taken from, %p", got, db)
+	}
+	if got := connDB(nil); got != nil {
+		t.Errorf("connDB(nil) = %p", got)
+	}
+}
+
+// probeRows answers the probe as version would.
+func probeRows(version string) *sqlmock.Rows {
+	return sqlmock.NewRows([]string{"version", "application_name", "yb", "yb_silence", "neon", "citus"}).
+		AddRow(version, "", nil, nil, nil, nil)
+}
+
+// probedMock returns a sqlmock database that is probed, and a connection
+// of it; sqlmock fails any statement that was not expected.
+func probedMock(t *testing.T) (*sql.DB, *sql.Conn, sqlmock.Sqlmock) {
+	t.Helper()
+	db, m, err := sqlmock.New(sqlmock.QueryMatcherOption(sqlmock.QueryMatcherEqual))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := m.ExpectationsWereMet(); err != nil {
+			t.Error(err)
+		}
+		_ = db.Close()
+	})
+	ProbeOnMock(db)
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return db, conn, m
+}
+
+// TestEngineProbedOnce proves that the first check on a *sql.DB sends the
+// probe and no later one sends anything, on the same conn, a transaction
+// and the *sql.DB itself: sqlmock fails any statement beyond the probe.
+func TestEngineProbedOnce(t *testing.T) {
+	t.Parallel()
+	db, conn, m := probedMock(t)
+	ctx := context.Background()
+	m.ExpectQuery(sqltext.EngineProbe).WithoutArgs().WillReturnRows(probeRows("CockroachDB CCL v26.3.1 (x86_64-pc-linux-gnu)"))
+	for range 3 {
+		if err := CheckSession(ctx, conn, "try lock", "42"); !errors.Is(err, ErrUnsupportedEngine) {
+			t.Fatalf("CheckSession = %v; want ErrUnsupportedEngine", err)
+		}
+	}
+	m.ExpectBegin()
+	m.ExpectRollback()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckXact(ctx, tx, "try xact lock", "42"); err != nil {
+		t.Errorf("CheckXact on CockroachDB 26.3 = %v; want nil", err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckDB(ctx, db, false, "lease", "42"); !errors.Is(err, ErrUnsupportedEngine) {
+		t.Errorf("CheckDB = %v; want ErrUnsupportedEngine", err)
+	}
+	e, err := EngineOf(ctx, db, db)
+	if err != nil || e.Name != CockroachDB || e.Version != "v26.3.1" {
+		t.Errorf("EngineOf = %+v, %v", e, err)
+	}
+}
+
+// TestEngineProbeRefused identifies an engine that refuses the probe with
+// an error of its own by version() alone, on a connection.
+func TestEngineProbeRefused(t *testing.T) {
+	t.Parallel()
+	_, conn, m := probedMock(t)
+	ctx := context.Background()
+	m.ExpectQuery(sqltext.EngineProbe).WillReturnError(&stateError{"42883"})
+	m.ExpectQuery(sqltext.EngineVersion).WillReturnRows(sqlmock.NewRows([]string{"version"}).
+		AddRow("CockroachDB CCL v19.2.0 (x86_64-unknown-linux-gnu)"))
+	var ee *EngineError
+	if err := CheckSession(ctx, conn, "lock", "42"); !errors.As(err, &ee) || ee.Engine != CockroachDB {
+		t.Fatalf("CheckSession = %v; want CockroachDB refused", err)
+	}
+}
+
+// stateError is a server's error with a SQLSTATE.
+type stateError struct{ code string }
+
+func (e *stateError) Error() string    { return "server error " + e.code }
+func (e *stateError) SQLState() string { return e.code }
+
+// TestEngineNotProbedOnMock takes a sqlmock database that was not marked
+// for the probe for PostgreSQL, without a statement.
+func TestEngineNotProbedOnMock(t *testing.T) {
+	t.Parallel()
+	db, m, err := sqlmock.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := CheckDB(context.Background(), db, false, "lock", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.ExpectationsWereMet(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEngineConcurrent checks one *sql.DB from many goroutines at once,
+// for the race detector: one probe answers them all, and the waiters
+// that raced it read what it stored.
+func TestEngineConcurrent(t *testing.T) {
+	t.Parallel()
+	db, _, m := probedMock(t)
+	m.MatchExpectationsInOrder(false)
+	m.ExpectQuery(sqltext.EngineProbe).WillReturnRows(probeRows("PostgreSQL 15.8 on x86_64-pc-linux-gnu"))
+	ctx := context.Background()
+	if err := CheckDB(ctx, db, false, "lock", "1"); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for range 100 {
+				if err := CheckDB(ctx, db, true, "lock", "1"); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// BenchmarkCheckSession measures what a lock call pays to know its
+// engine once the *sql.DB's probe has answered: no round trip, a few
+// reads.
+func BenchmarkCheckSession(b *testing.B) {
+	db, m, err := sqlmock.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	ProbeOnMock(db)
+	m.ExpectQuery(regexp.QuoteMeta(sqltext.EngineProbe)).WillReturnRows(probeRows("PostgreSQL 17.2 on x86_64-pc-linux-gnu"))
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	if err := CheckSession(ctx, conn, "lock", "1"); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := CheckSession(ctx, conn, "lock", "1"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
