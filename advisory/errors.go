@@ -50,7 +50,24 @@ var (
 	// confirming statement ran on a backend that did not hold the key.
 	// Nothing is held. Use transaction locks through such a pooler.
 	ErrSharedSession = scope.ErrPooler
+
+	// ErrUnsupportedEngine means the server's engine cannot make the lock
+	// real: CockroachDB, whose session lock functions lock nothing (and
+	// whose transaction ones lock nothing before 26.3), YugabyteDB without
+	// its advisory locks turned on, a Citus worker, or Supavisor for
+	// session locks. The first lock call on a *sql.DB identifies the
+	// engine, with one round trip, and later calls send nothing to know
+	// it; a refused call sends nothing more and takes nothing. The error
+	// is an [*EngineError], which names the engine and says why; see
+	// docs/engines.md.
+	ErrUnsupportedEngine = scope.ErrUnsupportedEngine
 )
+
+// An EngineError refuses a lock on an engine where it cannot be real. It
+// names the engine (Engine, Version) and says why and what to do instead
+// (Reason). It matches [ErrUnsupportedEngine] with [errors.Is]; reach it
+// with [errors.As].
+type EngineError = scope.EngineError
 
 // Errors for bad arguments.
 var (

@@ -77,6 +77,20 @@
 //	c.ExpectRelease(key)
 //	c.ExpectClose()
 //
+// # Engines
+//
+// The first lock call on a *sql.DB identifies the server behind it with
+// one query, and refuses a lock that cannot be real there (see
+// [advisory.ErrUnsupportedEngine] and docs/engines.md). A mock is taken
+// for PostgreSQL and sends no such query, so that expectations written
+// without it hold. To test code on another engine, make the mock with
+// [ProbeEngine] and answer the query with [ExpectEngine]; later calls on
+// the same *sql.DB send nothing for it:
+//
+//	db, m := mock.New(t, mock.ProbeEngine())
+//	mock.ExpectEngine(m, mock.CockroachDB("v24.1.0"))
+//	_, err := advisory.TryLock(ctx, conn, key) // errors.Is(err, advisory.ErrUnsupportedEngine)
+//
 // # The statements
 //
 // The helpers expect the exact text advisory sends, built by the same

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/DATA-DOG/go-sqlmock"
+
+	"github.com/pgadvisory/pgadvisory/internal/scope"
 )
 
 // An Option configures the sqlmock database that [New] creates. Each one
@@ -18,6 +20,7 @@ type config struct {
 	matcher   sqlmock.QueryMatcher
 	converter driver.ValueConverter
 	pings     bool
+	probe     bool
 }
 
 // QueryMatcher makes the mock compare statements with qm, as
@@ -82,6 +85,9 @@ func NewDB(opts ...Option) (*sql.DB, sqlmock.Sqlmock, error) {
 	)
 	if err != nil {
 		return nil, nil, fmt.Errorf("mock: new sqlmock: %w", err)
+	}
+	if c.probe {
+		scope.ProbeOnMock(db)
 	}
 	return db, &matched{Sqlmock: m, qm: c.matcher}, nil
 }
