@@ -9,6 +9,7 @@ import (
 
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 )
 
 // TestPreparedStatementsIntegration proves that a key never makes a
@@ -66,6 +67,9 @@ func TestPreparedStatementsIntegration(t *testing.T) {
 				"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock($1,$2) THEN 1 ELSE 0 END)",
 				"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock($1) THEN 1 ELSE 0 END)",
 				"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock_shared($1,$2) THEN 1 ELSE 0 END)",
+				// The engine's probe, once per *sql.DB, on the
+				// connection of its first lock call.
+				sqltext.EngineProbe,
 			}
 		}
 		if !slices.Equal(got, want) {
