@@ -48,10 +48,11 @@ func WithXactLock(ctx context.Context, db *sql.DB, key Key, fn func(ctx context.
 	if err != nil {
 		return err
 	}
-	tx, err := db.BeginTx(ctx, o.TxOpts)
+	tx, end, err := scope.BeginTx(ctx, db, o.TxOpts)
 	if err != nil {
 		return scope.Fail(ctx, "begin", "", err)
 	}
+	defer end()
 	return scope.Xact(ctx, tx, true, key.sql(), fn, &o)
 }
 

@@ -78,7 +78,9 @@ func (m *Mux) openCarrierOnce(ctx context.Context) (*carrier, error) {
 		leases: map[*MuxLease]struct{}{}, locks: map[lockID]int{},
 	}
 	var standby bool
+	stop := Watch(ctx, conn)
 	err = conn.QueryRowContext(ctx, sqltext.CarrierStart).Scan(&c.pid, &standby, &c.mark)
+	stop()
 	switch {
 	case err != nil:
 		err = Fail(ctx, "lease", "", err)
@@ -134,6 +136,7 @@ func (c *carrier) give() { <-c.turn }
 func (c *carrier) run(f func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.m.interval)
 	defer cancel()
+	defer Watch(ctx, c.conn)()
 	late := fmt.Errorf("no answer within %v", c.m.interval)
 	stop := context.AfterFunc(ctx, func() { c.lose(late) })
 	err := f(ctx)

@@ -222,6 +222,7 @@ type probed struct {
 // transaction that cannot work, since the refusal failed it, and the
 // refusal is returned.
 func probeEngine(ctx context.Context, q Queryer) (probed, error) {
+	defer Watch(ctx, q)()
 	var p probed
 	err := q.QueryRowContext(ctx, sqltext.EngineProbe).
 		Scan(&p.version, &p.application, &p.ybLocks, &p.ybSilence, &p.neon, &p.citus)

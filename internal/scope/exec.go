@@ -20,15 +20,27 @@ type Execer interface {
 // affected, which is how every boolean answer comes back (see
 // internal/sqltext). A nil error while ctx is done is not trusted: a
 // driver can report success for a wait whose context expired as it ended,
-// after it dropped the session, so Run reports ctx's error instead.
+// after it dropped the session, so Run reports ctx's error instead. The
+// statement is guarded (see [Watch]): on a server that does not answer,
+// Run returns within ctx's deadline plus [AbortMargin], on lib/pq too,
+// and the session is then lost.
 func Run(ctx context.Context, e Execer, query string, args ...any) (int64, error) {
+	stop := Watch(ctx, e)
 	res, err := e.ExecContext(ctx, query, args...)
+	stop()
 	if err == nil {
 		if err = ctx.Err(); err == nil {
 			return res.RowsAffected()
 		}
 	}
 	return 0, err
+}
+
+// Exec is e.ExecContext, guarded as [Run] is: on a server that does not
+// answer, it returns within ctx's deadline plus [AbortMargin].
+func Exec(ctx context.Context, e Execer, query string, args ...any) (sql.Result, error) {
+	defer Watch(ctx, e)()
+	return e.ExecContext(ctx, query, args...)
 }
 
 // Discard closes the session behind conn instead of returning it to the

@@ -101,6 +101,7 @@ func refusal(ctx context.Context, q queryRower, g sqltext.Guard, op, keys string
 		return refusedError{err}
 	}
 	var n int64
+	defer Watch(ctx, q)()
 	if err := q.QueryRowContext(ctx, sqltext.Refusal).Scan(&n); err != nil {
 		return Fail(ctx, op, keys, err)
 	}

@@ -70,6 +70,7 @@ func StartLease(ctx context.Context, conn *sql.Conn, key sqltext.Key, o *Options
 	var mark int64
 	stmt := sqltext.LeaseStart(form, o.Shared, key, o.Fencing)
 	start := func() error {
+		defer Watch(ctx, conn)()
 		return conn.QueryRowContext(ctx, stmt.Query, stmt.Args...).Scan(&l.pid, &standby, &held, &token, &mark)
 	}
 	err := start()
@@ -78,7 +79,7 @@ func StartLease(ctx context.Context, conn *sql.Conn, key sqltext.Key, o *Options
 		// the sequence, and ask again. Two first users may race: IF NOT
 		// EXISTS does not stop the loser from failing on the catalog's
 		// unique index.
-		_, err = conn.ExecContext(ctx, sqltext.CreateFencingSequence)
+		_, err = Exec(ctx, conn, sqltext.CreateFencingSequence)
 		if err == nil || SQLState(err) == "23505" || SQLState(err) == "42P07" {
 			err = start()
 		}
@@ -156,6 +157,7 @@ func (l *Lease) beat() error {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), l.interval)
 		defer cancel()
+		defer Watch(ctx, dc)()
 		late := context.AfterFunc(ctx, func() {
 			l.lose(fmt.Errorf("heartbeat: no answer within %v", l.interval))
 		})

@@ -43,6 +43,7 @@ type queryRower interface {
 
 // readWaitSettings reads the settings that bound a wait on q's session.
 func readWaitSettings(ctx context.Context, q queryRower) (waitSettings, error) {
+	defer Watch(ctx, q)()
 	var lock, statement, deadlock string
 	if err := q.QueryRowContext(ctx, sqltext.WaitSettings).Scan(&lock, &statement, &deadlock); err != nil {
 		return waitSettings{}, err

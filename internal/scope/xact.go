@@ -65,6 +65,7 @@ func end(ctx context.Context, tx *sql.Tx, s *xactScope, err error) error {
 // transaction whose context ended, but from a goroutine of its own, so a
 // commit could still win that race; here the rollback wins every time.
 func commit(ctx context.Context, tx *sql.Tx) error {
+	defer Watch(ctx, tx)()
 	if err := ctx.Err(); err != nil {
 		_ = tx.Rollback()
 		return Fail(ctx, "commit", "", err)

@@ -87,7 +87,7 @@ func (w *xactWait) take(ctx context.Context, op string, f sqltext.Form, start ti
 		})
 	if out.err != nil && !out.doubt && w.savepoint {
 		// The wait ran out: leave the caller's transaction as it was.
-		if _, err := w.tx.ExecContext(ctx, sqltext.LeaveWaitSavepoint); err != nil {
+		if _, err := Exec(ctx, w.tx, sqltext.LeaveWaitSavepoint); err != nil {
 			return false, Join(out.err, Fail(ctx, op, KeyList(w.keys), err))
 		}
 	}
@@ -99,7 +99,7 @@ func (w *xactWait) take(ctx context.Context, op string, f sqltext.Form, start ti
 // caller's transaction, or begins the next transaction of an owned wait.
 func (w *xactWait) settings(ctx context.Context) (waitSettings, error) {
 	if w.savepoint {
-		if _, err := w.tx.ExecContext(ctx, sqltext.RollbackToWaitSavepoint); err != nil {
+		if _, err := Exec(ctx, w.tx, sqltext.RollbackToWaitSavepoint); err != nil {
 			return waitSettings{}, err
 		}
 	}
