@@ -49,56 +49,59 @@ func TestFencingTokenLayoutIntegration(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
 		keys := newPGKeys()
+		tg = pgtest.NewDatabase(t, tg, "fencing-layout")
+		tl := pgTimeline(t, tg.DB)
+		lk := newLocker(t, tg.DB)
 
-		t.Run("Layout", func(t *testing.T) {
-			tg := pgtest.NewDatabase(t, tg, "fencing-layout")
-			tl := pgTimeline(t, tg.DB)
-			lk := newLocker(t, tg.DB)
-			draws := []func() int64{
-				func() int64 { return pgToken(t, tg.DB, keys.next()) },
-				func() int64 { return pgLockerToken(t, lk, keys.next()) },
-			}
-			for i, draw := range draws {
-				tok := draw()
-				var last int64
-				if err := tg.DB.QueryRow("SELECT last_value FROM pgadvisory.fencing_token").Scan(&last); err != nil {
-					t.Fatal(err)
-				}
-				gotTL, gotCounter := advisory.SplitToken(tok)
-				if gotTL != tl || gotCounter != last || tok != tl<<40|last {
-					t.Errorf("token %d: %d, %d; want timeline %d and counter %d, the sequence's last value", i, gotTL, gotCounter, tl, last)
-				}
-			}
-		})
+		// What an earlier release left, three values before the end of
+		// the counter's range, and the last token it handed out.
+		pgtest.Exec(t, tg.DB, "CREATE SEQUENCE public.pgadvisory_fencing_token")
+		pgtest.Exec(t, tg.DB, "SELECT pg_catalog.setval('public.pgadvisory_fencing_token', $1)", int64(1<<40-4))
+		var earlier int64
+		if err := tg.DB.QueryRow("SELECT pg_catalog.nextval('public.pgadvisory_fencing_token')").Scan(&earlier); err != nil {
+			t.Fatal(err)
+		}
 
-		t.Run("UpgradeAndEnd", func(t *testing.T) {
-			tg := pgtest.NewDatabase(t, tg, "fencing-upgrade")
-			// What an earlier release left, two values before the end
-			// of the counter's range, and the last token it handed out.
-			pgtest.Exec(t, tg.DB, "CREATE SEQUENCE public.pgadvisory_fencing_token")
-			pgtest.Exec(t, tg.DB, "SELECT pg_catalog.setval('public.pgadvisory_fencing_token', $1)", int64(1<<40-3))
-			var earlier int64
-			if err := tg.DB.QueryRow("SELECT pg_catalog.nextval('public.pgadvisory_fencing_token')").Scan(&earlier); err != nil {
+		// The new sequence goes on from the old one: counters 2^40-2
+		// and 2^40-1, the last.
+		draws := []struct {
+			name string
+			draw func() int64
+		}{
+			{"Acquire", func() int64 { return pgToken(t, tg.DB, keys.next()) }},
+			{"Locker", func() int64 { return pgLockerToken(t, lk, keys.next()) }},
+		}
+		for _, d := range draws {
+			tok := d.draw()
+			var last int64
+			if err := tg.DB.QueryRow("SELECT last_value FROM pgadvisory.fencing_token").Scan(&last); err != nil {
 				t.Fatal(err)
 			}
-			tok := pgToken(t, tg.DB, keys.next())
-			if tl, c := advisory.SplitToken(tok); tok <= earlier || tl < 1 || c != 1<<40-1 {
-				t.Errorf("token %d (timeline %d, counter %d) after the earlier release's %d; want a greater one, with counter 2^40-1", tok, tl, c, earlier)
+			gotTL, gotCounter := advisory.SplitToken(tok)
+			if gotTL != tl || gotCounter != last || tok != tl<<40|last {
+				t.Errorf("%s's token %d: timeline %d, counter %d; want %d and %d, the sequence's last value", d.name, tok, gotTL, gotCounter, tl, last)
 			}
+			if tok <= earlier {
+				t.Errorf("%s's token %d after the earlier release's %d", d.name, tok, earlier)
+			}
+		}
+		var last int64
+		if err := tg.DB.QueryRow("SELECT last_value FROM pgadvisory.fencing_token").Scan(&last); err != nil || last != 1<<40-1 {
+			t.Fatalf("the sequence's last value %d, %v; want 2^40-1", last, err)
+		}
 
-			// The counter's range is spent: every way of drawing fails.
-			const want = "does not fit a fencing token"
-			key := keys.next()
-			_, err := advisory.Acquire(ctx, tg.DB, key, advisory.Fencing())
-			if err == nil || !strings.Contains(err.Error(), want) {
-				t.Errorf("Acquire past the counter's end: %v; want an error that says %q", err, want)
-			}
-			_, err = newLocker(t, tg.DB).Acquire(ctx, key, advisory.Fencing())
-			if err == nil || !strings.Contains(err.Error(), want) {
-				t.Errorf("Locker.Acquire past the counter's end: %v; want an error that says %q", err, want)
-			}
-			pgtest.AwaitFree(t, tg.DB, key)
-		})
+		// The counter's range is spent: every way of drawing fails.
+		const want = "does not fit a fencing token"
+		key := keys.next()
+		_, err := advisory.Acquire(ctx, tg.DB, key, advisory.Fencing())
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Acquire past the counter's end: %v; want an error that says %q", err, want)
+		}
+		_, err = lk.Acquire(ctx, key, advisory.Fencing())
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Locker.Acquire past the counter's end: %v; want an error that says %q", err, want)
+		}
+		pgtest.AwaitFree(t, tg.DB, key)
 	})
 }
 
