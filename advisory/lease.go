@@ -76,7 +76,10 @@ var (
 //
 // When the lock is not granted the error matches [ErrNotAcquired],
 // [ErrLockTimeout], [ErrDeadlock], or ctx.Err(). On any error, nothing is
-// held: a session in doubt is closed.
+// held: a session in doubt is closed. On a server that stops answering,
+// Acquire returns within ctx's deadline plus [AbortMargin]; a heartbeat
+// that gets no answer within its interval reports the lease lost and
+// closes the session AbortMargin later.
 func Acquire(ctx context.Context, db *sql.DB, key Key, opts ...Option) (*Lease, error) {
 	if db == nil {
 		return nil, errNilDB
@@ -181,7 +184,9 @@ func (l *Lease) Token() int64 { return l.l.Token() }
 // before it; the lock is gone either way. It runs even when ctx has
 // ended, as [Unlock] does: it waits for a heartbeat in flight, which the
 // heartbeat's own deadline bounds, then releases under ctx's values
-// without its cancellation, giving up after ten seconds.
+// without its cancellation, giving up after ten seconds (plus
+// [AbortMargin] on a server that stops answering, whose session is then
+// closed).
 func (l *Lease) Release(ctx context.Context) error { return l.l.Release(ctx) }
 
 // Heartbeat sets the interval of a lease's heartbeat to d, for [Acquire],

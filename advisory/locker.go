@@ -125,6 +125,12 @@ func NewLocker(db *sql.DB, opts ...Option) (*Locker, error) {
 // [Lease.Release] on the lease waits for its connection's turn even when
 // its ctx has ended, so that a cancelled caller still releases: each
 // statement on the connection is bounded by the heartbeat interval.
+// Acquire waits for its statement too, however soon ctx ends, so that the
+// connection and the other leases on it are never left in doubt: on a
+// server that stops answering, it returns within the later of ctx's
+// deadline and the heartbeat interval, plus [AbortMargin], and the
+// connection, with every lease on it, is given up (an acquisition whose
+// ctx is still live goes on to another connection).
 func (lk *Locker) Acquire(ctx context.Context, key Key, opts ...Option) (*Lease, error) {
 	o, err := scope.Parse(opts)
 	if err != nil {

@@ -21,7 +21,9 @@ import (
 // session stays open.
 //
 // If ctx ends the wait, Lock returns an error wrapping ctx.Err() and closes
-// the session, since the lock may have been granted as the wait ended.
+// the session, since the lock may have been granted as the wait ended. On
+// a server that stops answering, it returns within ctx's deadline plus
+// [AbortMargin], and the session is closed.
 func Lock(ctx context.Context, conn *sql.Conn, key Key) error {
 	return wait(ctx, conn, "lock", []sqltext.Key{key.sql()}, false)
 }
@@ -37,7 +39,9 @@ func LockShared(ctx context.Context, conn *sql.Conn, key Key) error {
 // TryLock takes an exclusive session lock on key if it is free, without
 // waiting, and reports whether it did. A lock taken is held until
 // [Unlock], [UnlockAll], or the end of the session. On error TryLock
-// reports false and closes the session, as [Lock] does.
+// reports false and closes the session, as [Lock] does, and on a server
+// that stops answering it returns within ctx's deadline plus
+// [AbortMargin].
 func TryLock(ctx context.Context, conn *sql.Conn, key Key) (bool, error) {
 	return acquire(ctx, conn, "try lock", []sqltext.Key{key.sql()}, sqltext.TryLockStmt(scope.ConnForm(conn), scope.ConnGuard(ctx, conn), false, false, key.sql()))
 }

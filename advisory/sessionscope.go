@@ -51,7 +51,10 @@ import (
 // When the lock is not granted the error matches [ErrNotAcquired],
 // [ErrLockTimeout], [ErrDeadlock], or ctx.Err(), and fn is not called.
 // When fn fails, WithSessionLock returns fn's error itself, joined with a
-// release failure only if there was one.
+// release failure only if there was one. On a server that stops
+// answering, the lock and its wait return within ctx's deadline plus
+// [AbortMargin], and the release after fn within ten seconds plus
+// AbortMargin, whatever ctx; the session is then closed.
 func WithSessionLock(ctx context.Context, db *sql.DB, key Key, fn func(ctx context.Context, conn *sql.Conn) error, opts ...Option) error {
 	switch {
 	case db == nil:

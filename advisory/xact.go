@@ -24,7 +24,9 @@ import (
 // any error from the transaction lock functions, roll tx back: the lock,
 // if it was granted as the error arose, ends with the transaction, and so
 // do the locks tx took before, which a failed wait leaves held until
-// then.
+// then. On a server that stops answering, XactLock returns within ctx's
+// deadline plus [AbortMargin], and tx's connection is closed: tx fails
+// from then on, and its Rollback returns at once.
 func XactLock(ctx context.Context, tx *sql.Tx, key Key) error {
 	return xactWait(ctx, tx, "xact lock", []sqltext.Key{key.sql()}, false)
 }

@@ -36,7 +36,10 @@ import (
 // When the lock is not granted the error matches [ErrNotAcquired] (with
 // [Try]), [ErrLockTimeout] (with [Timeout]), [ErrDeadlock], or ctx.Err(),
 // and fn is not called. When fn fails, WithXactLock returns fn's error
-// itself, joined with a rollback failure only if there was one.
+// itself, joined with a rollback failure only if there was one. On a
+// server that stops answering, the BEGIN, the lock, its wait and the
+// COMMIT each return within ctx's deadline plus [AbortMargin], and the
+// session is closed.
 func WithXactLock(ctx context.Context, db *sql.DB, key Key, fn func(ctx context.Context, tx *sql.Tx) error, opts ...Option) error {
 	switch {
 	case db == nil:
