@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/pgadvisory/pgadvisory/internal/scope"
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
@@ -38,27 +39,45 @@ func SplitToken(token int64) (timeline, counter int64) {
 // privilegeDenied is the SQLSTATE of a privilege the role lacks.
 const privilegeDenied = "42501"
 
+// tokensSpent is what the server says when the counter or the timeline
+// no longer fits a token (see sqltext's nextToken), in an error of
+// SQLSTATE badInput.
+const (
+	tokensSpent = "does not fit a fencing token"
+	badInput    = "22P02"
+)
+
+// tokensSpentWhy says what a failure to fit a token means.
+const tokensSpentWhy = "no fencing token is left on this database: the counter of sequence " + sqltext.FencingSequence +
+	" is past 2^40-1 (or the server's timeline past 2^23-1), and tokens never wrap"
+
 // explainFencing returns err, the failure of an acquisition that o asked
 // to take a fencing token, with the privilege said that the role lacks,
 // when the server refused a privilege (SQLSTATE 42501). It asks db which
 // one: CREATE on the database, to create the schema and the sequence the
 // first time; USAGE on the schema; USAGE on the sequence. With a nil db, as
-// for [Watch], it names them all. The driver's error stays reachable. Any
-// other error, or a refusal db finds no fencing privilege missing for,
+// for [Watch], it names them all. A token that no longer fits its layout
+// (the counter is spent) is said so. The driver's error stays reachable.
+// Any other error, or a refusal db finds no fencing privilege missing for,
 // comes back as it is.
 func explainFencing(ctx context.Context, db *sql.DB, o *scope.Options, err error) error {
-	if !o.Fencing || scope.SQLState(err) != privilegeDenied {
+	if !o.Fencing {
 		return err
 	}
 	var why string
-	if db == nil {
+	switch code := scope.SQLState(err); {
+	case code == badInput && strings.Contains(err.Error(), tokensSpent):
+		why = tokensSpentWhy
+	case code != privilegeDenied:
+		return err
+	case db == nil:
 		// The lease's start is the statement that draws the token;
 		// nothing else in it needs a privilege.
 		var op *scope.OpError
 		if errors.As(err, &op) && op.Op == "lease" {
 			why = fencingPrivilegesNeeded
 		}
-	} else {
+	default:
 		why = missingFencingPrivilege(ctx, db)
 	}
 	if why == "" {

@@ -19,6 +19,13 @@ type serverError string
 func (e serverError) Error() string    { return "driver: permission denied (SQLSTATE " + string(e) + ")" }
 func (e serverError) SQLState() string { return string(e) }
 
+// spentError is the server's error when a fencing token no longer fits
+// its layout.
+type spentError struct{}
+
+func (spentError) Error() string    { return "driver: " + tokensSpent + " (SQLSTATE 22P02)" }
+func (spentError) SQLState() string { return badInput }
+
 // privileges is one answer of sqltext.FencingPrivileges.
 type privileges struct {
 	dbCreate, schema, schemaUsage, schemaCreate, seq, seqUsage bool
@@ -36,6 +43,7 @@ func TestExplainFencing(t *testing.T) {
 		code    string
 		fencing bool
 		noDB    bool
+		spent   bool        // the server's message says the token does not fit
 		ask     *privileges // nil: the question fails
 		want    string
 	}{
@@ -71,6 +79,12 @@ func TestExplainFencing(t *testing.T) {
 			want: lease + "driver: permission denied (SQLSTATE 42501)"},
 		{name: "OtherError", op: "lease", code: "42P01", fencing: true, noDB: true,
 			want: lease + "driver: permission denied (SQLSTATE 42P01)"},
+		{name: "TokensSpent", op: "try lock", code: "22P02", fencing: true, spent: true,
+			want: "advisory: try lock 42: fencing: " + tokensSpentWhy + ": driver: " + tokensSpent + " (SQLSTATE 22P02)"},
+		{name: "OtherBadInput", op: "lease", code: "22P02", fencing: true, noDB: true,
+			want: lease + "driver: permission denied (SQLSTATE 22P02)"},
+		{name: "TokensSpentWithoutFencing", op: "lease", code: "22P02", spent: true, noDB: true,
+			want: lease + "driver: " + tokensSpent + " (SQLSTATE 22P02)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -91,14 +105,16 @@ func TestExplainFencing(t *testing.T) {
 			if tt.noDB {
 				asked = nil
 			}
-			cause := serverError(tt.code)
+			var cause error = serverError(tt.code)
+			if tt.spent {
+				cause = spentError{}
+			}
 			got := explainFencing(context.Background(), asked, &scope.Options{Fencing: tt.fencing},
 				&scope.OpError{Op: tt.op, Keys: "42", Err: cause})
 			if got.Error() != tt.want {
 				t.Errorf("\n got %s\nwant %s", got, tt.want)
 			}
-			var se serverError
-			if !errors.As(got, &se) || se != cause {
+			if !errors.Is(got, cause) {
 				t.Errorf("the driver's error is not reachable from %v", got)
 			}
 			asks := !tt.noDB && tt.fencing && tt.code == "42501"

@@ -90,17 +90,24 @@ func TestFencingTokenLayoutIntegration(t *testing.T) {
 			t.Fatalf("the sequence's last value %d, %v; want 2^40-1", last, err)
 		}
 
-		// The counter's range is spent: every way of drawing fails.
-		const want = "does not fit a fencing token"
+		// The counter's range is spent: every way of drawing fails, and
+		// says so, the server's error wrapped.
+		spent := func(name string, err error) {
+			t.Helper()
+			for _, want := range []string{"fencing: no fencing token is left on this database", "does not fit a fencing token"} {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("%s past the counter's end: %v; want an error that says %q", name, err, want)
+				}
+			}
+			if pgSQLState(err) != "22P02" {
+				t.Errorf("%s past the counter's end: SQLSTATE %q; want the server's 22P02 reachable", name, pgSQLState(err))
+			}
+		}
 		key := keys.next()
 		_, err := advisory.Acquire(ctx, tg.DB, key, advisory.Fencing())
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("Acquire past the counter's end: %v; want an error that says %q", err, want)
-		}
+		spent("Acquire", err)
 		_, err = lk.Acquire(ctx, key, advisory.Fencing())
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("Locker.Acquire past the counter's end: %v; want an error that says %q", err, want)
-		}
+		spent("Locker.Acquire", err)
 		pgtest.AwaitFree(t, tg.DB, key)
 	})
 }
