@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,113 +17,302 @@ import (
 	"github.com/pgadvisory/pgadvisory/internal/scope"
 )
 
-// Integration tests of leases through PgBouncer in transaction mode, where
-// a session lock cannot work: each statement may land on another backend,
-// and two clients may share one, where their locks stack. A lease must
-// refuse at Acquire, or report itself lost within a heartbeat of a second
-// client competing for its key; two clients never both believe they hold
-// it for longer.
+// Integration tests of leases and Lockers through PgBouncer in transaction
+// mode, where a session lock cannot work: each statement may land on
+// another backend, and two clients may share one, where their locks stack.
+// A lease must be refused at acquisition, or be lost before any other
+// client holds its key; and once everything is released, no lock and no
+// mark may stay on a pooled backend.
+//
+// The default suite runs poolerShortRuns competitions per holder, rival,
+// pool size, server and driver; PGADVISORY_TEST_LONG=1 runs
+// poolerLongRuns, for the rates in docs/leases.md.
 
 // poolerHeartbeat is the heartbeat of the leases taken through PgBouncer.
 const poolerHeartbeat = 100 * time.Millisecond
 
-// poolerRuns is the number of runs per server, driver and pool size.
-const poolerRuns = 20
+// Runs per holder, rival, pool size, server and driver.
+const (
+	poolerShortRuns = 1
+	poolerLongRuns  = 25
+)
 
-// poolerSplit counts how each run ended.
-type poolerSplit struct {
-	mu          sync.Mutex
-	aAcquire    int // A's Acquire refused: the pooler error
-	aHeartbeat  int // A acquired, then lost alone, before B came in
-	bAcquire    int // B's Acquire refused: the pooler error
-	bNotAcq     int // B's Try found the key held, on another backend
-	bothLost    int // both acquired; one or both lost within the bound
-	maxBothHeld time.Duration
+// poolerRuns returns the number of runs per combination.
+func poolerRuns() int {
+	if os.Getenv("PGADVISORY_TEST_LONG") == "1" {
+		return poolerLongRuns
+	}
+	return poolerShortRuns
 }
 
-func (s *poolerSplit) String() string {
-	return fmt.Sprintf("A refused at Acquire %d, A lost by heartbeat alone %d, B refused at Acquire %d, B not acquired %d, "+
-		"both acquired then lost by heartbeat %d (longest time both held %v)",
-		s.aAcquire, s.aHeartbeat, s.bAcquire, s.bNotAcq, s.bothLost, s.maxBothHeld.Round(time.Millisecond))
-}
-
-// isPooler reports whether err is the lease's refusal of a shared session.
+// isPooler reports whether err is the refusal of a shared session.
 func isPooler(err error) bool {
 	return errors.Is(err, scope.ErrPooler) && strings.Contains(err.Error(), "the session is shared")
 }
 
-// poolerRun runs one competition for a fresh key: client A takes a lease,
-// holds it for a heartbeat, then client B tries to take one through the
-// same PgBouncer.
-func poolerRun(t *testing.T, key advisory.Key, dbA, dbB *sql.DB, s *poolerSplit) {
-	t.Helper()
-	ctx := context.Background()
-	la, err := advisory.Acquire(ctx, dbA, key, advisory.Heartbeat(poolerHeartbeat))
-	if isPooler(err) {
-		s.mu.Lock()
-		s.aAcquire++
-		s.mu.Unlock()
-		return
-	}
-	if err != nil {
-		t.Fatalf("A: Acquire = %v; want success or the pooler error", err)
-	}
-	defer la.Release(ctx)
-	time.Sleep(poolerHeartbeat + poolerHeartbeat/2)
-	if la.Err() != nil {
-		s.mu.Lock()
-		s.aHeartbeat++
-		s.mu.Unlock()
-		return
-	}
-	lb, err := advisory.Acquire(ctx, dbB, key, advisory.Try(), advisory.Heartbeat(poolerHeartbeat))
-	came := time.Now()
-	switch {
-	case isPooler(err):
-		s.mu.Lock()
-		s.bAcquire++
-		s.mu.Unlock()
-		return
-	case errors.Is(err, advisory.ErrNotAcquired):
-		s.mu.Lock()
-		s.bNotAcq++
-		s.mu.Unlock()
-		return
-	case err != nil:
-		t.Fatalf("B: Acquire = %v; want the pooler error, ErrNotAcquired or success", err)
-	}
-	defer lb.Release(ctx)
-	// Both believe they hold the key: one of them must learn otherwise
-	// within the bound.
-	select {
-	case <-la.Done():
-	case <-lb.Done():
-	case <-time.After(leaseBound(poolerHeartbeat)):
-		t.Fatalf("A and B both hold %s through PgBouncer %v after B acquired", key, time.Since(came))
-	}
-	both := time.Since(came)
-	s.mu.Lock()
-	s.bothLost++
-	s.maxBothHeld = max(s.maxBothHeld, both)
-	s.mu.Unlock()
+// A poolerHolder takes a lease on key through the pooler: a lease of its
+// own (Acquire) or one on a Locker of its own. end releases the lease,
+// and closes the Locker.
+type poolerHolder struct {
+	name    string
+	acquire func(ctx context.Context, t *testing.T, db *sql.DB, key advisory.Key) (l *advisory.Lease, end func(), err error)
 }
 
+// A poolerRival takes key another way, through the same pooler, while the
+// holder believes it holds it, and reports whether it held the key while
+// held() was still true.
+type poolerRival struct {
+	name string
+	take func(ctx context.Context, t *testing.T, db *sql.DB, key advisory.Key, held func() bool) (acquired, overlap bool, err error)
+}
+
+var poolerHolders = []poolerHolder{
+	{"Lease", func(ctx context.Context, _ *testing.T, db *sql.DB, key advisory.Key) (*advisory.Lease, func(), error) {
+		l, err := advisory.Acquire(ctx, db, key, advisory.Try(), advisory.Heartbeat(poolerHeartbeat))
+		if err != nil {
+			return nil, nil, err
+		}
+		return l, func() { _ = l.Release(ctx) }, nil
+	}},
+	{"Locker", func(ctx context.Context, t *testing.T, db *sql.DB, key advisory.Key) (*advisory.Lease, func(), error) {
+		lk, err := advisory.NewLocker(db, advisory.Heartbeat(poolerHeartbeat))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := lk.Acquire(ctx, key, advisory.Try())
+		end := func() {
+			if l != nil {
+				_ = l.Release(ctx)
+			}
+			_ = lk.Close(ctx)
+		}
+		if err != nil {
+			end()
+			return nil, nil, err
+		}
+		return l, end, nil
+	}},
+}
+
+// leaseRival takes key with a lease of acquire's, and holds it for a
+// heartbeat.
+func leaseRival(acquire func(ctx context.Context, t *testing.T, db *sql.DB, key advisory.Key) (*advisory.Lease, func(), error)) func(ctx context.Context, t *testing.T, db *sql.DB, key advisory.Key, held func() bool) (bool, bool, error) {
+	return func(ctx context.Context, t *testing.T, db *sql.DB, key advisory.Key, held func() bool) (bool, bool, error) {
+		l, end, err := acquire(ctx, t, db, key)
+		if err != nil {
+			return false, false, err
+		}
+		defer end()
+		overlap := held() && l.Err() == nil
+		time.Sleep(poolerHeartbeat)
+		return true, overlap, nil
+	}
+}
+
+var poolerRivals = []poolerRival{
+	{"Lease", leaseRival(poolerHolders[0].acquire)},
+	{"Locker", leaseRival(poolerHolders[1].acquire)},
+	{"SessionLock", func(ctx context.Context, _ *testing.T, db *sql.DB, key advisory.Key, held func() bool) (bool, bool, error) {
+		var overlap bool
+		err := advisory.WithSessionLock(ctx, db, key, func(context.Context, *sql.Conn) error {
+			overlap = held()
+			return nil
+		}, advisory.Try())
+		return err == nil, overlap, err
+	}},
+	{"XactLock", func(ctx context.Context, _ *testing.T, db *sql.DB, key advisory.Key, held func() bool) (bool, bool, error) {
+		var overlap bool
+		err := advisory.WithXactLock(ctx, db, key, func(context.Context, *sql.Tx) error {
+			overlap = held()
+			return nil
+		}, advisory.Try())
+		return err == nil, overlap, err
+	}},
+}
+
+// poolerCount counts how the runs of one holder and rival ended.
+type poolerCount struct {
+	runs, refused, lostAlone, rivalRefused, rivalBusy, rivalAcquired, overlaps int
+}
+
+func (c poolerCount) String() string {
+	return fmt.Sprintf("%d runs: holder refused %d, holder lost before the rival %d, rival refused %d, rival found the key busy %d, "+
+		"rival acquired %d, rival held the key while the holder believed it held it %d",
+		c.runs, c.refused, c.lostAlone, c.rivalRefused, c.rivalBusy, c.rivalAcquired, c.overlaps)
+}
+
+// poolerRun runs one competition for key: the holder takes a lease
+// through dbA and keeps it for a heartbeat and a half; then the rival
+// takes the key through dbB.
+func poolerRun(t *testing.T, h poolerHolder, r poolerRival, key advisory.Key, dbA, dbB *sql.DB, c *poolerCount) {
+	t.Helper()
+	ctx := context.Background()
+	c.runs++
+	la, end, err := h.acquire(ctx, t, dbA, key)
+	switch {
+	case isPooler(err):
+		c.refused++
+		return
+	case err != nil:
+		t.Fatalf("holder %s: Acquire(%s) = %v; want success or the pooler error", h.name, key, err)
+	}
+	defer end()
+	time.Sleep(poolerHeartbeat + poolerHeartbeat/2)
+	if la.Err() != nil {
+		c.lostAlone++
+		return
+	}
+	acquired, overlap, err := r.take(ctx, t, dbB, key, func() bool { return la.Err() == nil })
+	switch {
+	case isPooler(err):
+		c.rivalRefused++
+	case errors.Is(err, advisory.ErrNotAcquired):
+		c.rivalBusy++
+	case err != nil && !acquired:
+		t.Fatalf("rival %s: %v; want the pooler error, ErrNotAcquired or success", r.name, err)
+	case acquired:
+		c.rivalAcquired++
+		if overlap {
+			c.overlaps++
+		}
+	}
+}
+
+// poolerMarks returns the lease marks on every backend of a pool of size
+// pool behind db: pool transactions open at once each pin a backend.
+func poolerMarks(t *testing.T, db *sql.DB, pool int) []string {
+	t.Helper()
+	ctx := context.Background()
+	var marks []string
+	var txs []*sql.Tx
+	defer func() {
+		for _, tx := range txs {
+			_ = tx.Rollback()
+		}
+	}()
+	for range pool {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		txs = append(txs, tx)
+		var mark sql.NullString
+		if err := tx.QueryRowContext(ctx, "SELECT pg_catalog.current_setting('pgadvisory.lease', true)").Scan(&mark); err != nil {
+			t.Fatal(err)
+		}
+		if mark.String != "" {
+			marks = append(marks, mark.String)
+		}
+	}
+	return marks
+}
+
+// awaitKeysFree waits until none of keys is held on the server that
+// direct connects to, and reports those still held after PollTimeout.
+func awaitKeysFree(direct *sql.DB, keys []advisory.Key) []string {
+	var held []string
+	_ = pgtest.Poll(20*time.Millisecond, func() (bool, error) {
+		held = held[:0]
+		for _, k := range keys {
+			locks, err := pgtest.LocksOf(context.Background(), direct, k)
+			if err != nil {
+				return false, err
+			}
+			if len(locks) > 0 {
+				held = append(held, fmt.Sprintf("%s: %v", k, locks))
+			}
+		}
+		return len(held) == 0, nil
+	})
+	return held
+}
+
+// TestLeasePoolerIntegration takes a lease, or a Locker's lease, through
+// PgBouncer in transaction mode with pool sizes 1 to 4, and has another
+// client take the same key through the same PgBouncer with a lease, a
+// Locker, a session scope and a transaction scope. No rival may hold the
+// key while the holder believes it holds it; afterwards no advisory lock
+// and no lease mark may stay on the server.
 func TestLeasePoolerIntegration(t *testing.T) {
+	runs := poolerRuns()
 	for _, srv := range pgtest.Servers(t) {
-		for _, pool := range []int{1, 2, 4} {
-			bouncer := srv.PgBouncer(t, pool)
+		direct := srv.Open(t, pgtest.DriverPQ)
+		for pool := 1; pool <= 4; pool++ {
 			for _, d := range pgtest.Drivers {
-				t.Run(fmt.Sprintf("%s/pool%d/%s", srv.Name, pool, d), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%s/Pool%d/%s", srv.Name, pool, d), func(t *testing.T) {
 					t.Parallel()
+					bouncer := srv.PgBouncer(t, pool)
 					dbA, dbB := bouncer.Open(t, d), bouncer.Open(t, d)
 					keys := newPGKeys()
-					var s poolerSplit
-					for range poolerRuns {
-						poolerRun(t, keys.next(), dbA, dbB, &s)
+					var used []advisory.Key
+					for _, h := range poolerHolders {
+						for _, r := range poolerRivals {
+							var c poolerCount
+							for range runs {
+								k := keys.next()
+								used = append(used, k)
+								poolerRun(t, h, r, k, dbA, dbB, &c)
+							}
+							t.Logf("holder %s, rival %s: %v", h.name, r.name, c)
+							if c.overlaps > 0 {
+								t.Errorf("holder %s, rival %s: the rival held the key while the holder believed it held it, %d of %d runs",
+									h.name, r.name, c.overlaps, c.runs)
+							}
+						}
 					}
-					t.Logf("lease through PgBouncer: %d runs: %v", poolerRuns, &s)
+					if held := awaitKeysFree(direct, used); len(held) > 0 {
+						t.Errorf("after every lease was released: %d keys still held: %v", len(held), held)
+					}
+					if marks := poolerMarks(t, dbA, pool); len(marks) > 0 {
+						t.Errorf("after every lease was released: %d pooled backends bear a lease's mark: %v", len(marks), marks)
+					}
 				})
 			}
+		}
+	}
+}
+
+// TestXactPoolerIntegration runs transaction scopes on one key from
+// several clients through PgBouncer in transaction mode: transaction
+// locks work through it, and no two critical sections overlap.
+func TestXactPoolerIntegration(t *testing.T) {
+	const clients, each = 4, 25
+	for _, srv := range pgtest.Servers(t) {
+		for _, d := range pgtest.Drivers {
+			t.Run(fmt.Sprintf("%s/%s", srv.Name, d), func(t *testing.T) {
+				t.Parallel()
+				bouncer := srv.PgBouncer(t, 2)
+				key := newPGKeys().next()
+				var inside, overlaps, entered atomic.Int64
+				var wg sync.WaitGroup
+				for range clients {
+					db := bouncer.Open(t, d)
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for range each {
+							err := advisory.WithXactLock(context.Background(), db, key, func(context.Context, *sql.Tx) error {
+								if inside.Add(1) > 1 {
+									overlaps.Add(1)
+								}
+								entered.Add(1)
+								time.Sleep(time.Millisecond)
+								inside.Add(-1)
+								return nil
+							})
+							if err != nil {
+								t.Errorf("WithXactLock through PgBouncer: %v", err)
+								return
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				t.Logf("%d critical sections through PgBouncer, %d overlapped", entered.Load(), overlaps.Load())
+				if overlaps.Load() != 0 || entered.Load() != clients*each {
+					t.Errorf("%d of %d critical sections ran, %d overlapped; want all, and none", entered.Load(), clients*each, overlaps.Load())
+				}
+			})
 		}
 	}
 }

@@ -36,7 +36,7 @@ func TestLockerLosesOnlyMissingKeys(t *testing.T) {
 	m.ExpectQuery(sqltext.CarrierCount(7, 9)).WillReturnRows(sqlmock.NewRows([]string{"count"}).AddRow(int64(1)))
 	m.ExpectQuery(sqltext.CarrierHeld(7, 9)).WillReturnRows(
 		sqlmock.NewRows([]string{"classid", "objid", "objsubid", "shared"}).AddRow(int64(0), int64(42), 1, false))
-	m.ExpectExec(sqltext.UnlockAll).WillReturnResult(sqlmock.NewResult(0, 1))
+	m.ExpectExec(sqltext.CarrierRelease(7, 9)).WillReturnResult(sqlmock.NewResult(0, 1))
 
 	lk, err := advisory.NewLocker(db, advisory.MaxConns(1), advisory.Heartbeat(300*time.Millisecond))
 	if err != nil {

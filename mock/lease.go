@@ -124,7 +124,7 @@ func ExpectAcquire(m sqlmock.Sqlmock, key advisory.Key, outcome LeaseOutcome, op
 		outcome: outcome,
 		fencing: o.Fencing,
 		holds:   sqltext.Holds(LeasePID, o.Shared, k, LeaseMark),
-		end:     o.EndStatement(k, true),
+		end:     sqltext.LeaseEnd(LeasePID, LeaseMark, o.Shared, true, k),
 	}
 	s.Lock = expectLock(m, lock.Query, outcome == LeaseNotAcquired, outcome == LeaseFailed)
 	if outcome == LeaseNotAcquired || outcome == LeaseFailed {
@@ -158,7 +158,7 @@ func ExpectWatch(m sqlmock.Sqlmock, key advisory.Key, outcome LeaseOutcome, opts
 		outcome: outcome,
 		fencing: o.Fencing,
 		holds:   sqltext.Holds(LeasePID, o.Shared, k, LeaseMark),
-		end:     o.EndStatement(k, true),
+		end:     sqltext.LeaseEnd(LeasePID, LeaseMark, o.Shared, true, k),
 	}
 	if o.Fencing {
 		s.Token = LeaseToken

@@ -94,5 +94,5 @@ func (c *LockerConn) ExpectHeartbeat(held int) *sqlmock.ExpectedQuery {
 // ExpectClose expects [advisory.Locker.Close] to release every lock on
 // this connection.
 func (c *LockerConn) ExpectClose() *sqlmock.ExpectedExec {
-	return c.m.ExpectExec(pattern(c.m, sqltext.UnlockAll)).WithoutArgs().WillReturnResult(sqlmock.NewResult(0, 1))
+	return c.m.ExpectExec(pattern(c.m, sqltext.CarrierRelease(LeasePID, LeaseMark))).WithoutArgs().WillReturnResult(sqlmock.NewResult(0, 1))
 }

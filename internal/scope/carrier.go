@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
@@ -47,6 +48,12 @@ type carrier struct {
 
 	downOnce sync.Once // the session's end
 	stopOnce sync.Once // close(stop)
+
+	// pooled is set when a statement of the carrier's ran on another
+	// backend than its own, as a transaction pooler routes it: its
+	// locks and mark stay on its backend unless its end reaches there
+	// (see sqltext.CarrierRelease).
+	pooled atomic.Bool
 }
 
 // openCarrier takes a connection from db and starts a carrier on it: one
@@ -78,14 +85,22 @@ func (m *Mux) openCarrierOnce(ctx context.Context) (*carrier, error) {
 		leases: map[*MuxLease]struct{}{}, locks: map[lockID]int{},
 	}
 	var standby bool
+	var mark sql.NullInt64
 	stop := Watch(ctx, conn)
-	err = conn.QueryRowContext(ctx, sqltext.CarrierStart).Scan(&c.pid, &standby, &c.mark)
+	err = conn.QueryRowContext(ctx, sqltext.CarrierStart).Scan(&c.pid, &standby, &mark)
 	stop()
+	c.mark = mark.Int64
 	switch {
+	case pooledStatement(err):
+		err = FailKind("lease", "", ErrPooler, err)
 	case err != nil:
 		err = Fail(ctx, "lease", "", err)
 	case standby:
 		err = FailKind("lease", "", ErrStandby, nil)
+	case !mark.Valid:
+		// The session bears another lease's mark: behind a transaction
+		// pooler, another client's lease holds its locks there.
+		err = FailKind("lease", "", ErrPooler, errForeignMark)
 	}
 	if err != nil {
 		Discard(conn)
@@ -239,6 +254,9 @@ func (c *carrier) end(cause error, lost bool) bool {
 func (c *carrier) teardown() {
 	c.downOnce.Do(func() {
 		c.turn <- struct{}{}
+		if c.pooled.Load() {
+			c.reclaim()
+		}
 		Discard(c.conn)
 		_ = c.conn.Close()
 	})
@@ -278,6 +296,9 @@ func (c *carrier) beat() {
 	})
 	var lost []*MuxLease
 	switch {
+	case err == nil && n < 0:
+		c.pooled.Store(true)
+		c.lose(FailKind("heartbeat", "", ErrPooler, errElsewhere))
 	case err != nil:
 		c.lose(fmt.Errorf("heartbeat: %w", err))
 	case n == 0 && len(c.locks) > 0:
@@ -338,6 +359,17 @@ func (c *carrier) findMissing() []*MuxLease {
 	return lost
 }
 
+// reclaim undoes the locks and mark of a carrier that a transaction
+// pooler separated from its backend, with one statement
+// ([sqltext.CarrierRelease]): it releases them if it lands on the
+// carrier's backend, and ends that backend if it lands on another. The
+// caller holds the turn; the carrier's leases are lost already.
+func (c *carrier) reclaim() {
+	ctx, cancel := context.WithTimeout(context.Background(), max(c.m.interval, reclaimTimeout))
+	defer cancel()
+	_, _ = Run(ctx, c.conn, sqltext.CarrierRelease(c.pid, c.mark))
+}
+
 // close releases every lock on the carrier with one statement and
 // returns its connection to the pool, for Mux.Close; its leases end as
 // released. Once the release starts, close keeps the turn, so that
@@ -353,13 +385,17 @@ func (c *carrier) close(ctx context.Context) error {
 		go c.teardown()
 		return ctx.Err()
 	}
-	err := c.run(func(ctx context.Context) error {
-		_, err := c.conn.ExecContext(ctx, sqltext.UnlockAll)
+	var n int64
+	err := c.run(func(ctx context.Context) (err error) {
+		n, err = Run(ctx, c.conn, sqltext.CarrierRelease(c.pid, c.mark))
 		return err
 	})
 	ended := c.end(errLockerClosed, false)
 	c.downOnce.Do(func() {
-		if err != nil || !ended {
+		// Only a session that released its locks and mark goes back to
+		// the pool; one whose backend was ended, or that was not the
+		// carrier's, is closed.
+		if err != nil || !ended || n != 1 {
 			Discard(c.conn)
 		}
 		_ = c.conn.Close()

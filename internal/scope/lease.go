@@ -34,6 +34,7 @@ type Lease struct {
 	o        Options
 	owned    bool
 	pid      int64
+	mark     int64 // the lease's mark on its session; see sqltext.LeaseStart
 	token    int64
 	interval time.Duration
 	holds    string // the heartbeat statement
@@ -65,9 +66,10 @@ func StartLease(ctx context.Context, conn *sql.Conn, key sqltext.Key, o *Options
 	var standby, held bool
 	// The mark, a random number the server draws and leaves on the
 	// session, tells this lease from another client's on the same
-	// backend, as behind a transaction pooler: the later one overwrites
-	// it, and the earlier one's next heartbeat finds the lease lost.
-	var mark int64
+	// backend, as behind a transaction pooler. The server sets it only on
+	// a backend that holds the key and bears no mark yet; otherwise it is
+	// NULL, and the lease is refused.
+	var mark sql.NullInt64
 	stmt := sqltext.LeaseStart(form, o.Shared, key, o.Fencing)
 	start := func() error {
 		defer Watch(ctx, conn)()
@@ -85,11 +87,19 @@ func StartLease(ctx context.Context, conn *sql.Conn, key sqltext.Key, o *Options
 		}
 	}
 	switch {
+	case pooledStatement(err):
+		err = FailKind("lease", key.String(), ErrPooler, err)
 	case err != nil:
 		err = Fail(ctx, "lease", key.String(), err)
 	case standby:
 		err = FailKind("lease", key.String(), ErrStandby, nil)
-	case !held:
+	case !held || !mark.Valid:
+		// A transaction pooler ran the statement on another backend
+		// than the lock statement's, or on one that another client's
+		// lease marked. The lock is held on a backend that the session
+		// cannot name, where no heartbeat would ever find it: undo it
+		// there, if a statement reaches it.
+		l.unknownReclaim(ctx)
 		err = FailKind("lease", key.String(), ErrPooler, nil)
 	}
 	if err != nil {
@@ -97,7 +107,8 @@ func StartLease(ctx context.Context, conn *sql.Conn, key sqltext.Key, o *Options
 		return nil, err
 	}
 	l.token = token.Int64
-	l.holds = sqltext.Holds(l.pid, o.Shared, key, mark)
+	l.mark = mark.Int64
+	l.holds = sqltext.Holds(l.pid, o.Shared, key, l.mark)
 	holdMark(conn) // until discard or release: see guard.go
 	l.ctx, l.cancel = context.WithCancelCause(withOwnMark(context.WithoutCancel(ctx)))
 	l.stop, l.done = make(chan struct{}), make(chan struct{})
@@ -133,6 +144,9 @@ func (l *Lease) watch() {
 		}
 		if err := l.beat(); err != nil {
 			l.lose(err)
+			if errors.Is(err, ErrPooler) {
+				l.reclaim()
+			}
 			l.discard()
 			return
 		}
@@ -180,6 +194,8 @@ func (l *Lease) beat() error {
 		return nil
 	case err != nil:
 		return err
+	case n == sqltext.HoldsElsewhere:
+		return FailKind("heartbeat", l.key.String(), ErrPooler, errElsewhere)
 	case n != 1:
 		return errors.New("heartbeat: the session no longer holds the lock")
 	}
@@ -268,6 +284,92 @@ func (l *Lease) release(ctx context.Context, end func(context.Context) error) er
 	if end != nil {
 		return end(ctx)
 	}
-	e := sessionEnd{conn: l.conn, key: l.key, o: &l.o, owned: l.owned, cancelFn: func() {}}
-	return e.run(ctx, false)
+	return l.end(ctx)
+}
+
+// end releases the lease's lock with one statement that acts only on the
+// lease's own session ([sqltext.LeaseEnd]): there it releases the key and
+// removes the mark; on another backend, where a transaction pooler routed
+// it, it ends the lease's backend, so that neither the lock nor the mark
+// stays behind. Then conn is closed, or the session discarded when in
+// doubt.
+func (l *Lease) end(ctx context.Context) error {
+	rctx, cancel := detachedContext(ctx)
+	defer cancel()
+	n, err := Run(rctx, l.conn, sqltext.LeaseEnd(l.pid, l.mark, l.o.Shared, l.owned, l.key))
+	op, keys := l.o.UnlockOp(), l.key.String()
+	switch {
+	case err == nil && n&sqltext.EndTxOpen != 0, SQLState(err) == "25P02":
+		// A transaction is open on conn (Watch took over a conn with
+		// one): end the session under it, as a session scope does.
+		e := sessionEnd{conn: l.conn, key: l.key, o: &l.o, owned: l.owned, cancelFn: func() {}}
+		e.closeUnderTx()
+		err = FailKind(op, keys, errTxLeftOpen, err)
+	case err != nil:
+		l.discard()
+		err = FailKind(op, keys, ErrLockLost, err)
+	case n == sqltext.EndReleased:
+		dropMark(l.conn)
+		if l.owned {
+			_ = l.conn.Close()
+		}
+	case n == sqltext.EndEnded:
+		// The lock was released with its backend, behind a pooler.
+		l.discard()
+	default:
+		l.discard()
+		err = FailKind(op, keys, ErrLockLost, nil)
+	}
+	if h := l.o.Observed(); h != nil {
+		h.Released(ctx, op, []sqltext.Key{l.key}, err)
+	}
+	return err
+}
+
+// errElsewhere is the cause of a lease's loss when its heartbeat ran on
+// another backend than the lease's.
+var errElsewhere = errors.New("the statement ran on another backend than the lease's: a transaction pooler sits between the client and the server")
+
+// reclaim undoes, after a loss that a transaction pooler caused, the
+// lease's lock and mark on its backend, which the lease's statements no
+// longer reach: one statement ([sqltext.LeaseEnd]) releases them if it
+// lands there, and ends that backend if it lands elsewhere. The lease is
+// already lost; until the statement runs, the lock still excludes every
+// other client, and afterwards no one's statements find it.
+func (l *Lease) reclaim() {
+	ctx, cancel := context.WithTimeout(context.Background(), max(l.interval, reclaimTimeout))
+	defer cancel()
+	_, _ = Run(ctx, l.conn, sqltext.LeaseEnd(l.pid, l.mark, l.o.Shared, l.owned, l.key))
+}
+
+// reclaimTimeout bounds a statement that cleans up after a pooler.
+const reclaimTimeout = time.Second
+
+// reclaimTries bounds how often a lease refused at its start tries to
+// reach the backend that took its lock.
+const reclaimTries = 4
+
+// unknownReclaim undoes the lock that the lease's lock statement took on
+// a backend it cannot name ([sqltext.LeaseReclaim]): a statement that
+// lands on a backend that holds the key and bears no mark releases it
+// there. Each try lands where the pooler sends it, so it tries a few
+// times, and gives up after reclaimTries.
+func (l *Lease) unknownReclaim(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(l.interval, reclaimTimeout))
+	defer cancel()
+	for range reclaimTries {
+		n, err := Run(ctx, l.conn, sqltext.LeaseReclaim(l.o.Shared, l.key))
+		if err != nil || n == 1 {
+			return
+		}
+	}
+}
+
+// pooledStatement reports an error that only a transaction pooler
+// explains: a prepared statement that a driver made on one backend found
+// on another under the same name (SQLSTATE 42P05, as pgx's statement
+// cache meets behind PgBouncer), or not found where it was made (26000).
+func pooledStatement(err error) bool {
+	code := SQLState(err)
+	return code == "42P05" || code == "26000"
 }

@@ -38,7 +38,7 @@ func TestMuxCloseSendsNothingAfterItsRelease(t *testing.T) {
 	if _, err := mx.Acquire(ctx, k1, &Options{}); err != nil {
 		t.Fatal(err)
 	}
-	m.ExpectExec(sqltext.UnlockAll).WillDelayFor(100 * time.Millisecond).WillReturnResult(sqlmock.NewResult(0, 1))
+	m.ExpectExec(sqltext.CarrierRelease(7, 9)).WillDelayFor(100 * time.Millisecond).WillReturnResult(sqlmock.NewResult(0, 1))
 	m.ExpectExec(sqltext.CarrierTry(7, 9, false, k2)).WillReturnResult(sqlmock.NewResult(0, 2))
 	// An acquisition that already chose the carrier (reserve + carrier()).
 	if err := mx.reserve(ctx, k2, &Options{}, "lock", time.Time{}); err != nil {
@@ -128,7 +128,7 @@ func TestMuxCloseTwice(t *testing.T) {
 	if _, err := mx.Acquire(ctx, k1, &Options{}); err != nil {
 		t.Fatal(err)
 	}
-	m.ExpectExec(sqltext.UnlockAll).WillDelayFor(100 * time.Millisecond).WillReturnResult(sqlmock.NewResult(0, 1))
+	m.ExpectExec(sqltext.CarrierRelease(7, 9)).WillDelayFor(100 * time.Millisecond).WillReturnResult(sqlmock.NewResult(0, 1))
 	go mx.Close(ctx)
 	time.Sleep(30 * time.Millisecond)
 	defer func() {

@@ -85,6 +85,11 @@ func (c *carrier) tryStatement(key sqltext.Key, o *Options, op string) (taken bo
 	}
 	switch {
 	case err == nil, errors.Is(err, errCarrierLost):
+	case pooledStatement(err):
+		c.pooled.Store(true)
+		err = FailKind("lease", key.String(), ErrPooler, err)
+		c.lose(err)
+		err = fmt.Errorf("%w: %w", errCarrierLost, err)
 	case survives(err):
 		err = Fail(context.Background(), op, key.String(), err)
 	default:
@@ -113,7 +118,8 @@ func (c *carrier) tryOnce(key sqltext.Key, o *Options) (taken bool, token int64,
 		return err
 	})
 	if err == nil && !ours {
-		err = FailKind("lease", key.String(), ErrPooler, nil)
+		c.pooled.Store(true)
+		err = FailKind("lease", key.String(), ErrPooler, errElsewhere)
 		c.lose(err)
 		err = fmt.Errorf("%w: %w", errCarrierLost, err)
 	}
@@ -129,7 +135,11 @@ func (c *carrier) unlock(key sqltext.Key, shared bool) error {
 		n, err = Run(ctx, c.conn, sqltext.CarrierUnlock(c.pid, c.mark, shared, key))
 		return err
 	})
-	if err == nil && n != 1 {
+	switch {
+	case err == nil && n == sqltext.HoldsElsewhere:
+		c.pooled.Store(true)
+		err = FailKind("unlock", key.String(), ErrPooler, errElsewhere)
+	case err == nil && n != 1:
 		err = FailKind("unlock", key.String(), ErrNotHeld, nil)
 	}
 	if err != nil {

@@ -42,24 +42,81 @@ func heldAs(pid string, shared bool, key Key, classid, objid string) string {
 // key.
 func leaseMark(Key) string { return markSetting }
 
-// Holds returns the statement that proves a lease: it affects one row when
-// backend pid is the session's own, holds key in the lease's mode, and
-// still bears the lease's mark (see LeaseStart), and none otherwise:
+// Holds returns the statement that proves a lease. Its answer is the
+// number of rows it affects: one when backend pid is the session's own,
+// holds key in the lease's mode, and still bears the lease's mark (see
+// LeaseStart); [HoldsElsewhere] when the statement ran on another backend,
+// as a transaction pooler routes it; none otherwise:
 //
-//	SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid =
-//	4242 AND pid = pg_catalog.pg_backend_pid() AND classid =
-//	0::pg_catalog.int8::pg_catalog.oid AND objid =
+//	SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN
+//	pg_catalog.pg_backend_pid() <> 4242 THEN 2 WHEN EXISTS (SELECT 1 FROM
+//	pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = 4242 AND
+//	classid = 0::pg_catalog.int8::pg_catalog.oid AND objid =
 //	42::pg_catalog.int8::pg_catalog.oid AND objsubid = 1 AND mode =
-//	'ExclusiveLock' AND granted AND
-//	pg_catalog.current_setting('pgadvisory.lease', true) = '8177'
+//	'ExclusiveLock' AND granted) AND
+//	pg_catalog.current_setting('pgadvisory.lease', true) = '8177' THEN 1
+//	ELSE 0 END)
 //
 // The backend check catches a statement that a transaction pooler routed
 // to another backend; the mark catches another client of the pooler that
 // took the key on this backend, where the locks stack.
 func Holds(pid int64, shared bool, key Key, mark int64) string {
-	return "SELECT 1 FROM pg_catalog.pg_locks WHERE " +
-		heldBy(strconv.FormatInt(pid, 10)+" AND pid = pg_catalog.pg_backend_pid()", shared, key) +
-		" AND pg_catalog.current_setting('" + leaseMark(key) + "', true) = '" + strconv.FormatInt(mark, 10) + "'"
+	p := strconv.FormatInt(pid, 10)
+	return "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_backend_pid() <> " + p +
+		" THEN 2 WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE " + heldBy(p, shared, key) + ")" +
+		" AND pg_catalog.current_setting('" + leaseMark(key) + "', true) = '" + strconv.FormatInt(mark, 10) + "'" +
+		" THEN 1 ELSE 0 END)"
+}
+
+// HoldsElsewhere is the answer of [Holds] that ran on another backend.
+const HoldsElsewhere = 2
+
+// The answers of [LeaseEnd], as the rows it affects.
+const (
+	EndNotHeld  = 0 // nothing was released: the lease's lock was gone
+	EndReleased = 1 // released on the lease's own session
+	EndEnded    = 2 // the lease's backend was ended from another one
+	EndTxOpen   = 4 // added when a transaction is open on the session
+)
+
+// LeaseEnd returns the statement that releases a lease on backend pid,
+// which bears mark: there it releases key (and, when all is set, every
+// other session lock) and removes the mark, so that the session can serve
+// others. Sent through a transaction pooler that routes it to another
+// backend, it ends the lease's backend instead (see reclaim): no
+// statement of the lease's may ever reach it again, and its lock and mark
+// would stay there. Its answer is the
+// rows it affects: [EndReleased], [EndEnded] or [EndNotHeld], plus
+// [EndTxOpen] when a transaction block is open on the session (see
+// [EndScope]).
+func LeaseEnd(pid, mark int64, shared, all bool, key Key) string {
+	held := call(unlockFn(shared), key)
+	if all {
+		held = "CASE WHEN " + held + " THEN pg_catalog.pg_advisory_unlock_all() IS NOT NULL ELSE false END"
+	}
+	return "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN " + ours(pid, mark) +
+		" THEN CASE WHEN " + held + " THEN CASE WHEN " + clearMark + " IS NULL THEN 1 ELSE 1 END" +
+		" ELSE CASE WHEN " + clearMark + " IS NULL THEN 0 ELSE 0 END END" +
+		reclaim(pid) + " ELSE 0 END + " +
+		"CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 4 END)"
+}
+
+// LeaseReclaim returns the statement that undoes a lease's lock whose
+// backend is not known: the lock statement took key, and the statement
+// that confirms it ran on a backend that does not hold it, as behind a
+// transaction pooler. On a backend that holds key in the lease's mode and
+// bears no mark, it releases key, and affects one row; elsewhere it does
+// nothing, and affects none. It never ends another backend: from one
+// that does not hold key, the lock statement's backend cannot be told
+// from another session's that holds key rightly.
+//
+//	SELECT 1 WHERE CASE WHEN COALESCE(pg_catalog.current_setting(
+//	'pgadvisory.lease', true), '') = '' AND EXISTS (SELECT 1 FROM
+//	pg_catalog.pg_locks WHERE ... pid = pg_catalog.pg_backend_pid() ...)
+//	THEN pg_catalog.pg_advisory_unlock(42) ELSE false END
+func LeaseReclaim(shared bool, key Key) string {
+	return "SELECT 1 WHERE CASE WHEN " + unmarked + " AND EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE " +
+		heldBy("pg_catalog.pg_backend_pid()", shared, key) + ") THEN " + call(unlockFn(shared), key) + " ELSE false END"
 }
 
 // LeaseStart returns the statement that a lease sends right after its lock
@@ -67,7 +124,10 @@ func Holds(pid int64, shared bool, key Key, mark int64) string {
 // a hot standby, whether the backend holds key in the lease's mode, and,
 // with fencing, the next fencing token (NULL on a standby, where nextval
 // cannot run), and the lease's mark, which it sets on the session for
-// Holds to check:
+// Holds to check, only when the backend holds key and bears no mark yet:
+// otherwise the mark is NULL, and the session is shared (a transaction
+// pooler routed the statement to another backend, or another client's
+// lease left its mark there).
 //
 //	SELECT pg_catalog.pg_backend_pid(), pg_catalog.pg_is_in_recovery(),
 //	EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE ... pid =
@@ -107,7 +167,8 @@ func LeaseStart(f Form, shared bool, key Key, fencing bool) Stmt {
 	}
 	return Stmt{
 		Query: "SELECT pg_catalog.pg_backend_pid(), pg_catalog.pg_is_in_recovery(), EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE " +
-			held + "), " + token + ", " + setMark,
+			held + "), " + token + ", CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE " + held + ") AND " + unmarked +
+			" THEN " + setMark + " END",
 		Args: args,
 	}
 }

@@ -11,14 +11,18 @@ import "strconv"
 
 // CarrierStart returns the statement that starts a carrier. It returns
 // one row: the backend's pid, whether the server is a hot standby, and the
-// carrier's mark, a number the server draws and sets on the session:
+// carrier's mark, a number the server draws and sets on the session, or
+// NULL when the session already bears a mark, which is then another
+// lease's (behind a transaction pooler, another client's): the carrier is
+// refused, and the mark is left as it is.
 //
 //	SELECT pg_catalog.pg_backend_pid(), pg_catalog.pg_is_in_recovery(),
+//	CASE WHEN COALESCE(pg_catalog.current_setting(...), '') = '' THEN
 //	pg_catalog.set_config('pgadvisory.lease',
 //	pg_catalog.floor(pg_catalog.random() *
 //	9007199254740992)::pg_catalog.int8::pg_catalog.text,
-//	false)::pg_catalog.int8
-const CarrierStart = "SELECT pg_catalog.pg_backend_pid(), pg_catalog.pg_is_in_recovery(), " + setMark
+//	false)::pg_catalog.int8 END
+const CarrierStart = "SELECT pg_catalog.pg_backend_pid(), pg_catalog.pg_is_in_recovery(), " + setMarkIfNone
 
 // markSetting names the session setting that holds a lease's mark.
 const markSetting = "pgadvisory.lease"
@@ -28,6 +32,14 @@ const markSetting = "pgadvisory.lease"
 // into SQL text.
 const setMark = "pg_catalog.set_config('" + markSetting +
 	"', pg_catalog.floor(pg_catalog.random() * 9007199254740992)::pg_catalog.int8::pg_catalog.text, false)::pg_catalog.int8"
+
+// unmarked is true when the session bears no lease's mark: it never had
+// one (NULL), or the lease that left it has ended (”).
+const unmarked = "COALESCE(pg_catalog.current_setting('" + markSetting + "', true), '') = ''"
+
+// setMarkIfNone is [setMark] on a session that bears no mark, and NULL on
+// one that does.
+const setMarkIfNone = "CASE WHEN " + unmarked + " THEN " + setMark + " END"
 
 // ours renders the condition that the statement runs on the carrier's own
 // backend, which still bears its mark.
@@ -78,15 +90,21 @@ func CarrierTryFenced(f Form, pid, mark int64, shared bool, key Key) Stmt {
 }
 
 // CarrierUnlock returns the statement that releases one hold of key on
-// the carrier. It affects one row when the carrier's session held it:
+// the carrier. It affects one row when the carrier's session held it,
+// [HoldsElsewhere] rows when it ran on another backend, as a transaction
+// pooler routes it, and none otherwise:
 //
-//	SELECT 1 WHERE CASE WHEN pg_catalog.pg_backend_pid() = 4242 AND ...
-//	THEN pg_catalog.pg_advisory_unlock(42) ELSE false END
+//	SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN
+//	pg_catalog.pg_backend_pid() = 4242 AND ... THEN CASE WHEN
+//	pg_catalog.pg_advisory_unlock(42) THEN 1 ELSE 0 END WHEN
+//	pg_catalog.pg_backend_pid() <> 4242 THEN 2 ELSE 0 END)
 //
 // CASE fixes the order, so a statement routed to another backend releases
 // nothing there.
 func CarrierUnlock(pid, mark int64, shared bool, key Key) string {
-	return "SELECT 1 WHERE CASE WHEN " + ours(pid, mark) + " THEN " + call(unlockFn(shared), key) + " ELSE false END"
+	return "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN " + ours(pid, mark) + " THEN CASE WHEN " +
+		call(unlockFn(shared), key) + " THEN 1 ELSE 0 END WHEN pg_catalog.pg_backend_pid() <> " +
+		strconv.FormatInt(pid, 10) + " THEN 2 ELSE 0 END)"
 }
 
 // carrierHeld renders the pg_locks condition of the advisory locks the
@@ -96,11 +114,59 @@ func carrierHeld(pid, mark int64) string {
 }
 
 // CarrierCount returns the heartbeat of a carrier: one row, the number of
-// distinct locks (key and mode) the carrier's session holds, or 0 when the
-// session is not the carrier's. Its text is the same at every beat, so a
-// driver that prepares statements prepares it once.
+// distinct locks (key and mode) the carrier's session holds, -1 when the
+// statement ran on another backend (a transaction pooler routed it
+// there), and 0 when on the carrier's backend, which no longer bears its
+// mark. Its text is the same at every beat, so a driver that prepares
+// statements prepares it once.
 func CarrierCount(pid, mark int64) string {
-	return "SELECT pg_catalog.count(*) FROM pg_catalog.pg_locks WHERE " + carrierHeld(pid, mark)
+	return "SELECT CASE WHEN pg_catalog.pg_backend_pid() <> " + strconv.FormatInt(pid, 10) +
+		" THEN -1 ELSE (SELECT pg_catalog.count(*) FROM pg_catalog.pg_locks WHERE " + carrierHeld(pid, mark) + ") END"
+}
+
+// CarrierRelease returns the statement that ends a carrier: on the
+// carrier's own session it releases every session lock and removes the
+// mark, so that the session can serve others; sent through a transaction
+// pooler that routes it to another backend, it ends the carrier's backend
+// instead (pg_terminate_backend; see reclaim), since no statement of the
+// carrier's may ever reach it again, and its locks and mark would stay
+// there. The rows it affects tell which: 1 released, 2 the backend ended,
+// none for neither (the carrier's backend is gone, or it is its own
+// without its mark):
+//
+//	SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN
+//	pg_catalog.pg_backend_pid() = 4242 AND ... THEN CASE WHEN
+//	pg_catalog.pg_advisory_unlock_all() IS NULL OR
+//	pg_catalog.set_config('pgadvisory.lease', '', false) IS NULL THEN 1
+//	ELSE 1 END WHEN pg_catalog.pg_backend_pid() <> 4242 AND EXISTS
+//	(SELECT 1 FROM pg_catalog.pg_stat_activity AS a, ... WHERE a.pid =
+//	4242 ...) THEN CASE WHEN pg_catalog.pg_terminate_backend(4242) THEN 2
+//	ELSE 0 END ELSE 0 END)
+func CarrierRelease(pid, mark int64) string {
+	return "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN " + ours(pid, mark) + " THEN " + releaseAll + reclaim(pid) + " ELSE 0 END)"
+}
+
+// releaseAll is the CASE branch that releases every session lock and
+// removes the mark, answering 1. Both calls are in one condition that is
+// false either way, OR, so that both run.
+const releaseAll = "CASE WHEN pg_catalog.pg_advisory_unlock_all() IS NULL OR " + clearMark + " IS NULL THEN 1 ELSE 1 END"
+
+// clearMark removes a lease's mark from the session.
+const clearMark = "pg_catalog.set_config('" + markSetting + "', '', false)"
+
+// reclaim renders the CASE branch that, on another backend than pid,
+// ends pid when it is a session of the same database, role and client
+// address, answering 2: behind a transaction pooler, one of the pooler's
+// sessions, which bears the lease's mark and may hold its locks. The
+// check keeps a pid that the server has since given to an unrelated
+// session from being ended.
+func reclaim(pid int64) string {
+	p := strconv.FormatInt(pid, 10)
+	return " WHEN pg_catalog.pg_backend_pid() <> " + p +
+		" AND EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity AS a, pg_catalog.pg_stat_activity AS me WHERE a.pid = " + p +
+		" AND me.pid = pg_catalog.pg_backend_pid() AND a.datid = me.datid AND a.usesysid = me.usesysid" +
+		" AND a.client_addr IS NOT DISTINCT FROM me.client_addr)" +
+		" THEN CASE WHEN pg_catalog.pg_terminate_backend(" + p + ") THEN 2 ELSE 0 END"
 }
 
 // CarrierHeld returns the statement that lists the locks the carrier's

@@ -20,9 +20,26 @@ func TestCarrierStatements(t *testing.T) {
 			"SELECT CASE WHEN " + ours + " THEN CASE WHEN pg_catalog.pg_try_advisory_lock_shared(42) THEN t.t ELSE 0 END END " +
 				"FROM (SELECT " + nextToken + " AS t OFFSET 0) AS t"},
 		{"CarrierUnlock", sqltext.CarrierUnlock(7, 9, false, k),
-			"SELECT 1 WHERE CASE WHEN " + ours + " THEN pg_catalog.pg_advisory_unlock(42) ELSE false END"},
+			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN " + ours + " THEN CASE WHEN pg_catalog.pg_advisory_unlock(42) THEN 1 ELSE 0 END " +
+				"WHEN pg_catalog.pg_backend_pid() <> 7 THEN 2 ELSE 0 END)"},
 		{"CarrierCount", sqltext.CarrierCount(7, 9),
-			"SELECT pg_catalog.count(*) FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND granted AND pid = 7 AND " + ours},
+			"SELECT CASE WHEN pg_catalog.pg_backend_pid() <> 7 THEN -1 ELSE (SELECT pg_catalog.count(*) FROM pg_catalog.pg_locks " +
+				"WHERE locktype = 'advisory' AND granted AND pid = 7 AND " + ours + ") END"},
+		{"CarrierRelease", sqltext.CarrierRelease(7, 9),
+			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN " + ours + " THEN CASE WHEN pg_catalog.pg_advisory_unlock_all() IS NULL " +
+				"OR pg_catalog.set_config('pgadvisory.lease', '', false) IS NULL THEN 1 ELSE 1 END " + reclaim7 + " ELSE 0 END)"},
+		{"CarrierStart", sqltext.CarrierStart,
+			"SELECT pg_catalog.pg_backend_pid(), pg_catalog.pg_is_in_recovery(), CASE WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') = '' " +
+				"THEN pg_catalog.set_config('pgadvisory.lease', pg_catalog.floor(pg_catalog.random() * 9007199254740992)::pg_catalog.int8::pg_catalog.text, false)::pg_catalog.int8 END"},
+		{"LeaseEnd", sqltext.LeaseEnd(7, 9, false, true, k),
+			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN " + ours + " THEN CASE WHEN CASE WHEN pg_catalog.pg_advisory_unlock(42) " +
+				"THEN pg_catalog.pg_advisory_unlock_all() IS NOT NULL ELSE false END THEN CASE WHEN pg_catalog.set_config('pgadvisory.lease', '', false) IS NULL " +
+				"THEN 1 ELSE 1 END ELSE CASE WHEN pg_catalog.set_config('pgadvisory.lease', '', false) IS NULL THEN 0 ELSE 0 END END " + reclaim7 +
+				" ELSE 0 END + CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 4 END)"},
+		{"Holds", sqltext.Holds(7, false, k, 9),
+			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_backend_pid() <> 7 THEN 2 WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_locks " +
+				"WHERE locktype = 'advisory' AND pid = 7 AND classid = 0::pg_catalog.int8::pg_catalog.oid AND objid = 42::pg_catalog.int8::pg_catalog.oid " +
+				"AND objsubid = 1 AND mode = 'ExclusiveLock' AND granted) AND pg_catalog.current_setting('pgadvisory.lease', true) = '9' THEN 1 ELSE 0 END)"},
 	}
 	for _, tt := range tests {
 		if tt.got != tt.want {
@@ -30,6 +47,13 @@ func TestCarrierStatements(t *testing.T) {
 		}
 	}
 }
+
+// reclaim7 is the branch of a pooled lease's or carrier's end that, on
+// another backend than 7, ends backend 7 when it is a session of the same
+// database, role and client address.
+const reclaim7 = "WHEN pg_catalog.pg_backend_pid() <> 7 AND EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity AS a, pg_catalog.pg_stat_activity AS me " +
+	"WHERE a.pid = 7 AND me.pid = pg_catalog.pg_backend_pid() AND a.datid = me.datid AND a.usesysid = me.usesysid " +
+	"AND a.client_addr IS NOT DISTINCT FROM me.client_addr) THEN CASE WHEN pg_catalog.pg_terminate_backend(7) THEN 2 ELSE 0 END"
 
 // nextToken is how a statement draws a fencing token: the timeline and
 // the counter, with synchronous_commit forced for the statement's

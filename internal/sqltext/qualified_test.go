@@ -78,6 +78,9 @@ var builders = []struct {
 	{"CarrierUnlock", func(v variant) string { return sqltext.CarrierUnlock(4242, 8177, v.shared, v.keys[0]) }},
 	{"CarrierCount", func(variant) string { return sqltext.CarrierCount(4242, 8177) }},
 	{"CarrierHeld", func(variant) string { return sqltext.CarrierHeld(4242, 8177) }},
+	{"CarrierRelease", func(variant) string { return sqltext.CarrierRelease(4242, 8177) }},
+	{"LeaseEnd", func(v variant) string { return sqltext.LeaseEnd(4242, 8177, v.shared, v.second, v.keys[0]) }},
+	{"LeaseReclaim", func(v variant) string { return sqltext.LeaseReclaim(v.shared, v.keys[0]) }},
 	{"SlotTry", func(v variant) string { return sqltext.SlotTry(v.form, v.slots()).Query }},
 	{"SlotRing", func(v variant) string { return sqltext.SlotRing(v.form, v.keys[0], 3).Query }},
 	{"WaitSettings", func(variant) string { return sqltext.WaitSettings }},
@@ -112,6 +115,7 @@ var notStatements = []string{
 	"Form", "Inline", "Params", "Stmt", "Plain", "Key", "Keyer", "KeyOf", "KeysOf", "KeyFromTag",
 	"Schema", "FencingSequence", "LegacyFencingSequence", "WaitSavepoint",
 	"Guard", "Guarded", "OwnMark", "TryBusy", "TryTaken", "TryStandby", "TryShared",
+	"HoldsElsewhere", "EndNotHeld", "EndReleased", "EndEnded", "EndTxOpen",
 }
 
 // guard is the guard of v's statements: [sqltext.OwnMark] for the second

@@ -65,11 +65,17 @@ func TestStatementForms(t *testing.T) {
 		{"LeaseStartInline", sqltext.LeaseStart(sqltext.Inline, false, big, false),
 			"SELECT pg_catalog.pg_backend_pid(), pg_catalog.pg_is_in_recovery(), EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = pg_catalog.pg_backend_pid() " +
 				"AND classid = 2147483648::pg_catalog.int8::pg_catalog.oid AND objid = 0::pg_catalog.int8::pg_catalog.oid AND objsubid = 1 AND mode = 'ExclusiveLock' AND granted), NULL::pg_catalog.int8, " +
-				"pg_catalog.set_config('pgadvisory.lease', pg_catalog.floor(pg_catalog.random() * 9007199254740992)::pg_catalog.int8::pg_catalog.text, false)::pg_catalog.int8", nil},
+				"CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = pg_catalog.pg_backend_pid() " +
+				"AND classid = 2147483648::pg_catalog.int8::pg_catalog.oid AND objid = 0::pg_catalog.int8::pg_catalog.oid AND objsubid = 1 AND mode = 'ExclusiveLock' AND granted) " +
+				"AND COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') = '' THEN " +
+				"pg_catalog.set_config('pgadvisory.lease', pg_catalog.floor(pg_catalog.random() * 9007199254740992)::pg_catalog.int8::pg_catalog.text, false)::pg_catalog.int8 END", nil},
 		{"LeaseStartParams", sqltext.LeaseStart(sqltext.Params, true, pair, false),
 			"SELECT pg_catalog.pg_backend_pid(), pg_catalog.pg_is_in_recovery(), EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = pg_catalog.pg_backend_pid() " +
 				"AND classid = $1::pg_catalog.int8::pg_catalog.oid AND objid = $2::pg_catalog.int8::pg_catalog.oid AND objsubid = 2 AND mode = 'ShareLock' AND granted), NULL::pg_catalog.int8, " +
-				"pg_catalog.set_config('pgadvisory.lease', pg_catalog.floor(pg_catalog.random() * 9007199254740992)::pg_catalog.int8::pg_catalog.text, false)::pg_catalog.int8", []any{int64(2147483648), int64(7)}},
+				"CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = pg_catalog.pg_backend_pid() " +
+				"AND classid = $1::pg_catalog.int8::pg_catalog.oid AND objid = $2::pg_catalog.int8::pg_catalog.oid AND objsubid = 2 AND mode = 'ShareLock' AND granted) " +
+				"AND COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') = '' THEN " +
+				"pg_catalog.set_config('pgadvisory.lease', pg_catalog.floor(pg_catalog.random() * 9007199254740992)::pg_catalog.int8::pg_catalog.text, false)::pg_catalog.int8 END", []any{int64(2147483648), int64(7)}},
 	}
 	for _, tt := range tests {
 		if tt.got.Query != tt.want {
