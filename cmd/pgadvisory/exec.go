@@ -123,7 +123,7 @@ func acquire(ctx context.Context, e *env, cmd *command, f *execFlags, key *keyAr
 		}
 		if err := key.resolve(ctx, db); err != nil {
 			db.Close()
-			done <- result{code: fail(e, cmd, exitUnavailable, "%v", err)}
+			done <- result{code: fail(e, cmd, exitUnavailable, "%v", db.redact.err(explainPooler(err)))}
 			return
 		}
 		opts := []advisory.Option{advisory.Heartbeat(time.Duration(f.heartbeat))}
@@ -150,7 +150,7 @@ func acquire(ctx context.Context, e *env, cmd *command, f *execFlags, key *keyAr
 		case ctx.Err() != nil:
 			code = exitUnavailable // interrupted; the caller says by what
 		default:
-			code = fail(e, cmd, exitUnavailable, "lock %s: %v", describeKey(key), db.redact.err(err))
+			code = fail(e, cmd, exitUnavailable, "lock %s: %v", describeKey(key), db.redact.err(explainPooler(err)))
 		}
 		if err != nil {
 			db.Close()
