@@ -42,7 +42,17 @@ type frozenCase struct {
 	// setup prepares the call on db, whose connections all lead through
 	// the gate, before the freeze, and returns the call.
 	setup func(t *testing.T, db *sql.DB, key advisory.Key) func(ctx context.Context) error
+	// freezes is set for a call that freezes the gate itself, through
+	// frozenGate; the others run on a gate frozen before they start.
+	freezes bool
 }
+
+// frozenGate is the gate of the run whose call runs under ctx, for a
+// call that freezes it itself.
+type frozenGate struct{}
+
+// freezeOf freezes the gate that ctx carries.
+func freezeOf(ctx context.Context) { ctx.Value(frozenGate{}).(*pgtest.Gate).Freeze() }
 
 // frozenCases are the calls measured.
 var frozenCases = []frozenCase{
@@ -78,6 +88,18 @@ var frozenCases = []frozenCase{
 	{name: "WithXactLockTry", setup: func(t *testing.T, db *sql.DB, key advisory.Key) func(context.Context) error {
 		return func(ctx context.Context) error {
 			return advisory.WithXactLock(ctx, db, key, func(context.Context, *sql.Tx) error { return nil }, advisory.Try())
+		}
+	}},
+	{name: "WithXactLockFrozenInFn", freezes: true, setup: func(t *testing.T, db *sql.DB, key advisory.Key) func(context.Context) error {
+		// The server stops answering while fn runs; ctx ends, and
+		// database/sql rolls the transaction back from a goroutine of
+		// its own, on a session that does not answer.
+		return func(ctx context.Context) error {
+			return advisory.WithXactLock(ctx, db, key, func(ctx context.Context, _ *sql.Tx) error {
+				freezeOf(ctx)
+				<-ctx.Done()
+				return ctx.Err()
+			})
 		}
 	}},
 	{name: "WithSessionLock", setup: func(t *testing.T, db *sql.DB, key advisory.Key) func(context.Context) error {
@@ -217,7 +239,9 @@ func TestFrozenServerIntegration(t *testing.T) {
 			runs = append(runs, r)
 		}
 		for _, r := range runs {
-			r.gate.Freeze()
+			if !r.c.freezes {
+				r.gate.Freeze()
+			}
 			r.start()
 		}
 		for _, r := range runs {
@@ -243,7 +267,7 @@ func (r *frozenRun) start() {
 	r.done = make(chan error, 1)
 	r.began = time.Now()
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), frozenDeadline)
+		ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), frozenGate{}, r.gate), frozenDeadline)
 		defer cancel()
 		err := r.call(ctx)
 		r.took = time.Since(r.began)

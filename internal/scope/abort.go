@@ -50,8 +50,12 @@ func Watch(ctx context.Context, e any) (stop func()) {
 	if ctx.Done() == nil {
 		return noStop
 	}
-	sock := socketOf(e)
-	if sock == nil {
+	return watchSocket(ctx, socketOf(e))
+}
+
+// watchSocket is [Watch] on sock, a socket socketOf found, or nil.
+func watchSocket(ctx context.Context, sock net.Conn) (stop func()) {
+	if sock == nil || ctx.Done() == nil {
 		return noStop
 	}
 	return watch(ctx, sock)
@@ -196,6 +200,7 @@ var txLayout = sync.OnceValue(func() (l struct {
 	ok                bool
 	closemu, done, dc uintptr
 	ci                uintptr // in the driverConn that dc points to
+	ctx               uintptr // the context the transaction began under
 }) {
 	tt := reflect.TypeFor[sql.Tx]()
 	mu, ok1 := tt.FieldByName("closemu")
@@ -211,7 +216,11 @@ var txLayout = sync.OnceValue(func() (l struct {
 	if !ok || ci.Type != reflect.TypeFor[driver.Conn]() || len(ci.Index) != 1 {
 		return l
 	}
-	l.ok, l.closemu, l.done, l.dc, l.ci = true, mu.Offset, done.Offset, dc.Offset, ci.Offset
+	txCtx, ok := tt.FieldByName("ctx")
+	if !ok || txCtx.Type != reflect.TypeFor[context.Context]() {
+		return l
+	}
+	l.ok, l.closemu, l.done, l.dc, l.ci, l.ctx = true, mu.Offset, done.Offset, dc.Offset, ci.Offset, txCtx.Offset
 	return l
 })
 
@@ -243,7 +252,8 @@ func txDriverConn(tx *sql.Tx) driver.Conn {
 // would hold the call however long. On lib/pq the transaction runs on a
 // *sql.Conn of its own, so that the watchdog can reach the driver's
 // connection before BEGIN is sent; end returns that connection to db,
-// and must be called once the transaction has ended. Other drivers begin
+// and must be called once the transaction has ended. A rollback that
+// database/sql began when ctx ended is watched too, from end. Other drivers begin
 // on db itself, and end does nothing.
 func BeginTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions) (tx *sql.Tx, end func(), err error) {
 	if !isPQ(db.Driver()) {
@@ -255,11 +265,19 @@ func BeginTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions) (tx *sql.Tx, 
 		if conn, err = db.Conn(ctx); err != nil {
 			return nil, nil, err
 		}
-		stop := Watch(ctx, conn)
+		sock := socketOf(conn)
+		stop := watchSocket(ctx, sock)
 		tx, err = conn.BeginTx(ctx, opts)
 		stop()
 		if err == nil {
-			return tx, func() { _ = conn.Close() }, nil
+			// database/sql rolls tx back from a goroutine of its own
+			// when ctx ends, and lib/pq's ROLLBACK is not watched: on a
+			// server that stopped answering, conn's close would wait for
+			// it, so it is watched here as a statement is.
+			return tx, func() {
+				defer watchSocket(ctx, sock)()
+				_ = conn.Close()
+			}, nil
 		}
 		_ = conn.Close()
 		// db.BeginTx tries another connection when the driver says the
@@ -281,4 +299,28 @@ func isPQ(d driver.Driver) bool {
 		t = t.Elem()
 	}
 	return t.PkgPath() == "github.com/lib/pq"
+}
+
+// WatchRollback watches tx's rollback as [Watch] watches a statement,
+// under the context tx began under: database/sql has no context for a
+// rollback, and lib/pq does not watch one, so a rollback on a server that
+// stopped answering after that context ended would wait for it however
+// long. Call stop once the rollback has returned.
+func WatchRollback(tx *sql.Tx) (stop func()) {
+	ctx := txContext(tx)
+	if ctx == nil {
+		return noStop
+	}
+	return Watch(ctx, tx)
+}
+
+// txContext returns the context tx began under, or nil when this Go
+// release lays database/sql out otherwise. It is set when the transaction
+// begins and never again.
+func txContext(tx *sql.Tx) context.Context {
+	l := txLayout()
+	if tx == nil || !l.ok {
+		return nil
+	}
+	return *(*context.Context)(unsafe.Add(unsafe.Pointer(tx), l.ctx))
 }

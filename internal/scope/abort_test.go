@@ -90,14 +90,15 @@ func TestWatchLeavesOtherDriversAlone(t *testing.T) {
 }
 
 // TestTxDriverConn shows that this Go release lays out database/sql's Tx
-// as txDriverConn expects, so that a caller's transaction on lib/pq is
-// watched: the driver's connection under an open transaction is found,
-// and none under an ended one. When a Go release changes the layout,
+// as txDriverConn and txContext expect, so that a caller's transaction
+// on lib/pq is watched: the driver's connection under an open transaction
+// is found, and none under an ended one, and so is the context it began
+// under. When a Go release changes the layout,
 // this test fails instead of the watchdog going quietly missing.
 func TestTxDriverConn(t *testing.T) {
 	t.Parallel()
 	if !txLayout().ok {
-		t.Fatal("database/sql's Tx no longer has closemu, done and dc, or driverConn no longer has ci, as txDriverConn reads them")
+		t.Fatal("database/sql's Tx no longer has closemu, done, dc and ctx, or driverConn no longer has ci, as txDriverConn and txContext read them")
 	}
 	db, mock, err := sqlmock.New()
 	if err != nil {
@@ -106,9 +107,13 @@ func TestTxDriverConn(t *testing.T) {
 	defer db.Close()
 	mock.ExpectBegin()
 	mock.ExpectRollback()
-	tx, err := db.Begin()
+	type mark struct{}
+	tx, err := db.BeginTx(context.WithValue(context.Background(), mark{}, "begun"), nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if ctx := txContext(tx); ctx == nil || ctx.Value(mark{}) != "begun" {
+		t.Errorf("txContext(tx) = %v, want the context tx began under", ctx)
 	}
 	dc := txDriverConn(tx)
 	if got := fmt.Sprintf("%T", dc); !strings.Contains(got, "sqlmock") {

@@ -79,6 +79,7 @@ func commit(ctx context.Context, tx *sql.Tx) error {
 // Rollback ends tx, reporting only a failure that says something: a
 // transaction that ctx or fn already ended is not one.
 func Rollback(tx *sql.Tx) error {
+	defer WatchRollback(tx)()
 	if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
 		return fmt.Errorf("advisory: rollback: %w", err)
 	}
