@@ -10,12 +10,15 @@ import (
 
 	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/mock"
 )
 
 // exampleDB returns a mock database for the runnable examples: it expects
-// the statements each example sends, so the examples show the exact SQL.
+// the statements each example sends, exactly, laid down by the mock
+// package's helpers where the example waits for a lock, so that the
+// examples show the SQL of a try and the calls that stand for a wait.
 func exampleDB(expect func(m sqlmock.Sqlmock)) *sql.DB {
-	db, m, err := sqlmock.New(sqlmock.QueryMatcherOption(sqlmock.QueryMatcherEqual))
+	db, m, err := mock.NewDB(mock.QueryMatcher(sqlmock.QueryMatcherEqual))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -28,7 +31,7 @@ func exampleDB(expect func(m sqlmock.Sqlmock)) *sql.DB {
 func ExampleWithXactLock() {
 	db := exampleDB(func(m sqlmock.Sqlmock) {
 		m.ExpectBegin()
-		m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(7,-785388649) THEN 1 ELSE 0 END)").WillReturnResult(sqlmock.NewResult(0, 1))
+		m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(7,-785388649) THEN 1 ELSE 0 END)").WillReturnResult(sqlmock.NewResult(0, 1))
 		m.ExpectExec("UPDATE reports SET built_at = now()").WillReturnResult(sqlmock.NewResult(0, 1))
 		m.ExpectCommit()
 	})
@@ -52,19 +55,17 @@ func ExampleWithXactLock() {
 }
 
 // A session lock spans several transactions, such as a migration that runs
-// one step at a time; other callers wait up to five seconds. Here the key
-// is busy at first: the wait goes on in slices of about a second, each a
-// statement of its own, and the first is granted.
+// one step at a time; other callers wait up to five seconds. A free key is
+// taken by the first statement of the wait, as here; a busy one is waited
+// for in slices of about a second, each a statement of its own.
 func ExampleWithSessionLock() {
+	migrations := advisory.PairKey(1, 1)
 	db := exampleDB(func(m sqlmock.Sqlmock) {
-		m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(1,1) THEN 1 ELSE 0 END)").WillReturnResult(sqlmock.NewResult(0, 0))
-		m.ExpectQuery(waitSettingsSQL).WillReturnRows(waitSettingsRows("0", "0", "1s"))
-		m.ExpectExec(sessionSliceSQL(false, "1,1", 1100)).WillReturnResult(sqlmock.NewResult(0, 1))
-		m.ExpectExec(releaseSQL("pg_catalog.pg_advisory_unlock(1,1)")).WillReturnResult(sqlmock.NewResult(0, 1))
+		// The lock, granted, then the release.
+		mock.ExpectWithSessionLock(m, migrations, mock.Release, advisory.Timeout(5*time.Second))
 	})
 	defer db.Close()
 
-	migrations := advisory.PairKey(1, 1)
 	err := advisory.WithSessionLock(context.Background(), db, migrations, func(ctx context.Context, conn *sql.Conn) error {
 		fmt.Println("migrating while holding", migrations)
 		return nil
@@ -80,7 +81,7 @@ func ExampleWithSessionLock() {
 func ExampleTryXactLock() {
 	db := exampleDB(func(m sqlmock.Sqlmock) {
 		m.ExpectBegin()
-		m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(2,1001) THEN 1 ELSE 0 END)").WillReturnResult(sqlmock.NewResult(0, 0))
+		m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(2,1001) THEN 1 ELSE 0 END)").WillReturnResult(sqlmock.NewResult(0, 0))
 		m.ExpectRollback()
 	})
 	defer db.Close()
@@ -103,9 +104,10 @@ func ExampleTryXactLock() {
 // A session lock on a dedicated *sql.Conn must be unlocked; Unlock reports
 // a key that was not held.
 func ExampleLock() {
+	key := advisory.Int64Key(42)
 	db := exampleDB(func(m sqlmock.Sqlmock) {
-		m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)").WillReturnResult(sqlmock.NewResult(0, 1))
-		m.ExpectExec("SELECT 1 WHERE pg_catalog.pg_advisory_unlock(42)").WillReturnResult(sqlmock.NewResult(0, 1))
+		mock.ExpectLock(m, key)         // the first slice of the wait, granted
+		mock.ExpectUnlock(m, key, true) // held
 	})
 	defer db.Close()
 
@@ -116,7 +118,6 @@ func ExampleLock() {
 	}
 	defer conn.Close()
 
-	key := advisory.Int64Key(42)
 	if err := advisory.Lock(ctx, conn, key); err != nil {
 		log.Fatal(err)
 	}
@@ -134,8 +135,9 @@ func ExampleLock() {
 // that two callers locking the same set in a different order cannot
 // deadlock.
 func ExampleLockKeys() {
+	a, b := advisory.Int64Key(2), advisory.Int64Key(1)
 	db := exampleDB(func(m sqlmock.Sqlmock) {
-		m.ExpectExec(sqlForKeys(advisory.Int64Key(1), advisory.Int64Key(2))).WillReturnResult(sqlmock.NewResult(0, 1))
+		mock.ExpectLockKeys(m, a, b) // one statement, both granted
 		m.ExpectExec("SELECT 1 FROM (VALUES (1),(2)) AS k(k) WHERE pg_catalog.pg_advisory_unlock(k)").
 			WillReturnResult(sqlmock.NewResult(0, 2))
 	})
@@ -148,7 +150,6 @@ func ExampleLockKeys() {
 	}
 	defer conn.Close()
 
-	a, b := advisory.Int64Key(2), advisory.Int64Key(1)
 	if err := advisory.LockKeys(ctx, conn, a, b); err != nil {
 		log.Fatal(err)
 	}

@@ -26,23 +26,28 @@ func TestSessionSQL(t *testing.T) {
 		want     bool
 		wantErr  error
 	}{
+		// A wait starts with its first slice, which takes a free key as a
+		// transaction lock, then as a session lock, and is the whole of
+		// the wait.
 		{"Lock", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, k42) }),
-			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)", 1, true, nil},
+			firstTimeoutSQL(counted("SELECT pg_catalog.pg_advisory_xact_lock(k) FROM (VALUES (42)) AS k(k)")+", "+
+				counted("SELECT pg_catalog.pg_advisory_lock(k) FROM (VALUES (42)) AS k(k)")+sliceGuardSQL, 1100), 1, true, nil},
 		{"LockPair", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, kPair) }),
-			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(1,-2) THEN 1 ELSE 0 END)", 1, true, nil},
+			firstTimeoutSQL(counted("SELECT pg_catalog.pg_advisory_xact_lock(a,b) FROM (VALUES (1,-2)) AS p(a,b)")+", "+
+				counted("SELECT pg_catalog.pg_advisory_lock(a,b) FROM (VALUES (1,-2)) AS p(a,b)")+sliceGuardSQL, 1100), 1, true, nil},
 		{"LockMinInt64", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, kMin) }),
-			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(-9223372036854775808) THEN 1 ELSE 0 END)", 1, true, nil},
+			firstSliceSQL(false, "-9223372036854775808", 1100), 1, true, nil},
 		{"LockShared", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.LockShared(ctx, c, k42) }),
-			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock_shared(42) THEN 1 ELSE 0 END)", 1, true, nil},
+			firstSliceSQL(true, "42", 1100), 1, true, nil},
 		{"TryLockTaken", func(ctx context.Context, c *sql.Conn) (bool, error) { return advisory.TryLock(ctx, c, k42) },
-			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)", 1, true, nil},
+			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)", 1, true, nil},
 		{"TryLockBusy", func(ctx context.Context, c *sql.Conn) (bool, error) { return advisory.TryLock(ctx, c, k42) },
-			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)", 0, false, nil},
+			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)", 0, false, nil},
 		{"TryLockShared", func(ctx context.Context, c *sql.Conn) (bool, error) { return advisory.TryLockShared(ctx, c, kPair) },
-			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock_shared(1,-2) THEN 1 ELSE 0 END)", 1, true, nil},
+			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock_shared(1,-2) THEN 1 ELSE 0 END)", 1, true, nil},
 		{"LockKeysSortedAndDeduplicated", acquired(func(ctx context.Context, c *sql.Conn) error {
 			return advisory.LockKeys(ctx, c, kPair, k42, advisory.Int64Key(-7), k42)
-		}), timeoutSQL(counted("SELECT pg_catalog.pg_advisory_xact_lock(k) FROM (VALUES (-7),(42)) AS k(k) UNION ALL SELECT pg_catalog.pg_advisory_xact_lock(a,b) FROM (VALUES (1,-2)) AS p(a,b)")+", "+
+		}), firstTimeoutSQL(counted("SELECT pg_catalog.pg_advisory_xact_lock(k) FROM (VALUES (-7),(42)) AS k(k) UNION ALL SELECT pg_catalog.pg_advisory_xact_lock(a,b) FROM (VALUES (1,-2)) AS p(a,b)")+", "+
 			counted("SELECT pg_catalog.pg_advisory_lock(k) FROM (VALUES (-7),(42)) AS k(k) UNION ALL SELECT pg_catalog.pg_advisory_lock(a,b) FROM (VALUES (1,-2)) AS p(a,b)")+sliceGuardSQL, 1100), 1, true, nil},
 		{"Unlock", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.Unlock(ctx, c, k42) }),
 			"SELECT 1 WHERE pg_catalog.pg_advisory_unlock(42)", 1, true, nil},
@@ -90,7 +95,7 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 	tests := []struct {
 		name    string
 		call    func(context.Context, *sql.Conn) error
-		try     string // a try sent first, which finds the key busy; the wait then reads the settings
+		first   string // a first slice that runs out; the wait then reads the settings
 		sql     string
 		result  sql.Result
 		err     error
@@ -103,7 +108,7 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 			// session lock, before it returned.
 			name:    "StatementTimeoutRacesTheGrant",
 			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, k42) },
-			try:     "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)",
+			first:   firstSliceSQL(false, "42", 1100),
 			sql:     sessionSliceSQL(false, "42", 1100),
 			err:     &sqlState{"57014", "canceling statement due to statement timeout"},
 			wantErr: []error{advisory.ErrLockTimeout},
@@ -112,7 +117,7 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 		{
 			name:    "Deadlock",
 			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.LockShared(ctx, c, k42) },
-			try:     "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock_shared(42) THEN 1 ELSE 0 END)",
+			first:   firstSliceSQL(true, "42", 1100),
 			sql:     sessionSliceSQL(true, "42", 1100),
 			err:     &sqlState{"40P01", "deadlock detected"},
 			wantErr: []error{advisory.ErrDeadlock},
@@ -130,7 +135,7 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 		{
 			name:    "SuccessAfterContextEnded",
 			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, k42) },
-			sql:     "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)",
+			sql:     firstSliceSQL(false, "42", 1100),
 			result:  rows(1),
 			cancel:  true,
 			wantErr: []error{context.Canceled},
@@ -141,7 +146,7 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 				_, err := advisory.TryLock(ctx, c, k42)
 				return err
 			},
-			sql:     "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)",
+			sql:     "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)",
 			result:  rows(0),
 			cancel:  true,
 			wantErr: []error{context.Canceled},
@@ -196,8 +201,8 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 			if tt.cancel {
 				ctx = endedAsCallReturns{ctx}
 			}
-			if tt.try != "" {
-				m.ExpectExec(tt.try).WithoutArgs().WillReturnResult(rows(0))
+			if tt.first != "" {
+				m.ExpectExec(tt.first).WithoutArgs().WillReturnError(errRanOut)
 				m.ExpectQuery(waitSettingsSQL).WillReturnRows(waitSettingsRows("0", "0", "1s"))
 			}
 			e := m.ExpectExec(tt.sql).WithoutArgs()
@@ -289,14 +294,14 @@ func TestLongKeyListsStayShortInErrors(t *testing.T) {
 
 // sqlForKeys is the statement LockKeys sends first for sorted bigint keys:
 // the first slice of its wait, which takes them as transaction locks, then
-// as session locks.
+// as session locks, bounded by the session's own settings as well.
 func sqlForKeys(keys ...advisory.Key) string {
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = "(" + k.String() + ")"
 	}
 	values := " FROM (VALUES " + strings.Join(parts, ",") + ") AS k(k)"
-	return timeoutSQL(counted("SELECT pg_catalog.pg_advisory_xact_lock(k)"+values)+", "+
+	return firstTimeoutSQL(counted("SELECT pg_catalog.pg_advisory_xact_lock(k)"+values)+", "+
 		counted("SELECT pg_catalog.pg_advisory_lock(k)"+values)+sliceGuardSQL, 1100)
 }
 

@@ -16,10 +16,12 @@ import (
 // Unit tests of a wait for a busy key, which runs in slices: statements
 // that each wait at most about a second under lock_timeout, so that none
 // holds a snapshot for longer. A slice is 1100 ms by default; one that
-// runs out fails with SQLSTATE 55P03, and the wait goes on. A wait for one
-// key reads the session's settings right after the try that found it
-// busy; a wait for several runs its first slice blind and reads them
-// after the first slice that ran out.
+// runs out fails with SQLSTATE 55P03, and the wait goes on. A wait for
+// session locks starts with its first slice, which the server bounds by
+// the session's own lock_timeout and statement_timeout as well, and reads
+// the settings after that slice ran out. A wait for one transaction lock
+// reads them right after the try that found the key busy; a wait for
+// several runs its first slice blind and reads them after it ran out.
 
 // errRanOut is how the server fails a slice that ran out.
 var errRanOut = &sqlState{"55P03", "canceling statement due to lock timeout"}
@@ -34,15 +36,13 @@ func TestLockWaitsInSlices(t *testing.T) {
 	tests := []struct {
 		name   string
 		call   func(context.Context, *sql.Conn) error
-		try    string // the try sent first, which finds the key busy; "" for none
 		shared bool
 		keys   []sqltext.Key
 	}{
 		{name: "Lock", call: func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, k42) },
-			try: sqltext.TryLock(sqltext.Guarded, false, false, sqltext.KeyOf(k42)), keys: []sqltext.Key{sqltext.KeyOf(k42)}},
+			keys: []sqltext.Key{sqltext.KeyOf(k42)}},
 		{name: "LockShared", call: func(ctx context.Context, c *sql.Conn) error { return advisory.LockShared(ctx, c, kPair) },
-			try: sqltext.TryLock(sqltext.Guarded, false, true, sqltext.KeyOf(kPair)), shared: true, keys: []sqltext.Key{sqltext.KeyOf(kPair)}},
-		// Several keys are not tried: the wait starts with a slice.
+			shared: true, keys: []sqltext.Key{sqltext.KeyOf(kPair)}},
 		{name: "LockKeys", call: func(ctx context.Context, c *sql.Conn) error { return advisory.LockKeys(ctx, c, k2, k1) },
 			keys: []sqltext.Key{sqltext.KeyOf(k1), sqltext.KeyOf(k2)}},
 	}
@@ -50,14 +50,10 @@ func TestLockWaitsInSlices(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			conn, m := mockConn(t)
-			if tt.try != "" {
-				m.ExpectExec(tt.try).WithoutArgs().WillReturnResult(rows(0))
-				m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
-			}
-			m.ExpectExec(sqltext.SessionSlice(sqltext.Guarded, tt.shared, 1100, tt.keys...)).WithoutArgs().WillReturnError(errRanOut)
-			if tt.try == "" {
-				m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
-			}
+			// No try: the first slice is the first statement, for one key
+			// as for several, and the settings come after it ran out.
+			m.ExpectExec(sqltext.FirstSessionSlice(sqltext.Guarded, tt.shared, 1100, tt.keys...)).WithoutArgs().WillReturnError(errRanOut)
+			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
 			m.ExpectExec(sqltext.SessionSlice(sqltext.Guarded, tt.shared, 1100, tt.keys...)).WithoutArgs().WillReturnResult(rows(1))
 			if err := tt.call(context.Background(), conn); err != nil {
 				t.Fatalf("got %v; want nil once the second slice takes the lock", err)
@@ -96,7 +92,7 @@ func TestXactLockWaitsUnderSavepoint(t *testing.T) {
 				m.ExpectExec(tt.try).WithoutArgs().WillReturnResult(rows(0))
 				m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
 			}
-			slice := sqltext.XactSlice(tt.shared, 1100, tt.keys...)
+			slice := sqltext.GuardedXactSlice(sqltext.Guarded, tt.shared, 1100, tt.keys...)
 			m.ExpectExec(sqltext.InSavepoint(false, slice)).WithoutArgs().WillReturnError(errRanOut)
 			if tt.try == "" {
 				// Several keys read the settings after the first slice,
@@ -139,7 +135,7 @@ func TestWithXactLockWaitsInNewTransactions(t *testing.T) {
 			m.ExpectBegin()
 			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, true, false, key)).WithoutArgs().WillReturnResult(rows(0))
 			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
-			slice := "ROLLBACK; BEGIN; " + sqltext.XactSlice(false, 1100, key)
+			slice := "ROLLBACK; BEGIN; " + sqltext.GuardedXactSlice(sqltext.Guarded, false, 1100, key)
 			for range tt.ranOut {
 				m.ExpectExec(slice).WithoutArgs().WillReturnError(errRanOut)
 			}
@@ -175,9 +171,9 @@ func TestWaitTimeoutRunsOut(t *testing.T) {
 		call   func(ctx context.Context, db *sql.DB, called *bool) error
 	}{
 		{name: "WithSessionLock", expect: func(m sqlmock.Sqlmock) {
-			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, false, false, key)).WithoutArgs().WillReturnResult(rows(0))
-			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
-			m.ExpectExec(sqltext.SessionSlice(sqltext.Guarded, false, 150, key)).WithoutArgs().WillReturnError(errRanOut)
+			// The settings are never read: the wait ends with its first
+			// slice.
+			m.ExpectExec(sqltext.FirstSessionSlice(sqltext.Guarded, false, 150, key)).WithoutArgs().WillReturnError(errRanOut)
 		}, call: func(ctx context.Context, db *sql.DB, called *bool) error {
 			return advisory.WithSessionLock(ctx, db, k42, func(context.Context, *sql.Conn) error { *called = true; return nil }, timeout)
 		}},
@@ -185,7 +181,7 @@ func TestWaitTimeoutRunsOut(t *testing.T) {
 			m.ExpectBegin()
 			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, true, false, key)).WithoutArgs().WillReturnResult(rows(0))
 			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
-			m.ExpectExec("ROLLBACK; BEGIN; " + sqltext.XactSlice(false, 150, key)).WithoutArgs().WillReturnError(errRanOut)
+			m.ExpectExec("ROLLBACK; BEGIN; " + sqltext.GuardedXactSlice(sqltext.Guarded, false, 150, key)).WithoutArgs().WillReturnError(errRanOut)
 			m.ExpectRollback()
 		}, call: func(ctx context.Context, db *sql.DB, called *bool) error {
 			return advisory.WithXactLock(ctx, db, k42, func(context.Context, *sql.Tx) error { *called = true; return nil }, timeout)
@@ -194,7 +190,7 @@ func TestWaitTimeoutRunsOut(t *testing.T) {
 			m.ExpectBegin()
 			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, true, false, key)).WithoutArgs().WillReturnResult(rows(0))
 			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
-			m.ExpectExec(sqltext.InSavepoint(false, sqltext.XactSlice(false, 150, key))).WithoutArgs().WillReturnError(errRanOut)
+			m.ExpectExec(sqltext.InSavepoint(false, sqltext.GuardedXactSlice(sqltext.Guarded, false, 150, key))).WithoutArgs().WillReturnError(errRanOut)
 			// The wait leaves the caller's transaction as it was.
 			m.ExpectExec(sqltext.LeaveWaitSavepoint).WithoutArgs().WillReturnResult(rows(0))
 			m.ExpectRollback()
@@ -227,84 +223,169 @@ func TestWaitTimeoutRunsOut(t *testing.T) {
 }
 
 // TestWaitRunsOutKeepsTheSession: a wait without Timeout ends when the
-// session's lock_timeout, counted from its start, runs out. Its slices
-// hold nothing when they run out, so the session is not discarded.
+// session's lock_timeout or statement_timeout, counted from its start,
+// runs out. Its slices hold nothing when they run out, so the session is
+// not discarded. The mock's delays stand for the server's waits.
 func TestWaitRunsOutKeepsTheSession(t *testing.T) {
 	t.Parallel()
-	conn, m := mockConn(t, sliceSQL)
 	key := sqltext.KeyOf(k42)
-	m.ExpectExec(sqltext.TryLock(sqltext.Guarded, false, false, key)).WithoutArgs().WillReturnResult(rows(0))
-	m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(waitSettingsRows("1s", "0", "1s"))
-	// The settings come before the first slice, which waits for what is
-	// left of the session's lock_timeout, shorter than a slice: the last.
-	m.ExpectExec(sqltext.SessionSlice(sqltext.Guarded, false, 1000, key)).WithoutArgs().WillReturnError(errRanOut)
-	err := advisory.Lock(context.Background(), conn, k42)
-	if !errors.Is(err, advisory.ErrLockTimeout) || !errors.Is(err, errRanOut) {
-		t.Fatalf("got %v; want ErrLockTimeout, with the driver's error", err)
+	tests := []struct {
+		name      string
+		settings  *sqlmock.Rows
+		firstWait time.Duration // how long the server's bound lets the first slice wait
+		lastMS    int           // the slice sent after the settings; 0 for none
+		wantMsg   string
+	}{
+		// A lock_timeout shorter than a slice bounds the first slice,
+		// which is then the whole wait: once the settings show it has
+		// passed, nothing more is sent.
+		{name: "LockTimeoutBoundsTheFirstSlice", settings: waitSettingsRows("100ms", "0", "1s"), firstWait: 100 * time.Millisecond,
+			wantMsg: "advisory: lock 42: lock wait timed out: the session's lock_timeout ran out"},
+		// The first slice waits nine tenths of the statement_timeout, and
+		// the slice after it what is left: the last, whose running out
+		// ends the wait with the driver's error.
+		{name: "StatementTimeoutBoundsTheLastSlice", settings: waitSettingsRows("0", "500ms", "1s"), firstWait: 450 * time.Millisecond, lastMS: 50,
+			wantMsg: "advisory: lock 42: lock wait timed out: driver: canceling statement due to lock timeout (SQLSTATE 55P03)"},
 	}
-	const want = "advisory: lock 42: lock wait timed out: driver: canceling statement due to lock timeout (SQLSTATE 55P03)"
-	if err.Error() != want {
-		t.Errorf("message\n got %q\nwant %q", err, want)
-	}
-	if err := conn.PingContext(context.Background()); err != nil {
-		t.Fatalf("conn discarded after a wait that ran out: %v", err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			conn, m := mockConn(t, sliceSQL)
+			m.ExpectExec(sqltext.FirstSessionSlice(sqltext.Guarded, false, 1100, key)).WithoutArgs().
+				WillDelayFor(tt.firstWait).WillReturnError(errRanOut)
+			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(tt.settings)
+			if tt.lastMS > 0 {
+				m.ExpectExec(sqltext.SessionSlice(sqltext.Guarded, false, int64(tt.lastMS), key)).WithoutArgs().WillReturnError(errRanOut)
+			}
+			err := advisory.Lock(context.Background(), conn, k42)
+			if !errors.Is(err, advisory.ErrLockTimeout) {
+				t.Fatalf("got %v; want ErrLockTimeout", err)
+			}
+			if tt.lastMS > 0 && !errors.Is(err, errRanOut) {
+				t.Errorf("error %q hides the driver's error", err)
+			}
+			if err.Error() != tt.wantMsg {
+				t.Errorf("message\n got %q\nwant %q", err, tt.wantMsg)
+			}
+			if err := conn.PingContext(context.Background()); err != nil {
+				t.Fatalf("conn discarded after a wait that ran out: %v", err)
+			}
+		})
 	}
 }
 
 // TestWaitCancelledDuringSliceDiscards: a slice that ctx ends may have
-// been granted as it ended, so the session is discarded.
+// been granted as it ended, so the session is discarded: the first slice,
+// which is most of the waits for a key that comes free within a second,
+// or one after the settings.
 func TestWaitCancelledDuringSliceDiscards(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	key := sqltext.KeyOf(k42)
-	slice := sqltext.SessionSlice(sqltext.Guarded, false, 1100, key)
-	// ctx ends as the slice reaches the server: the matcher cancels it,
-	// and sqlmock answers a statement whose delay ctx cuts short with
-	// sqlmock.ErrCancelled.
-	cancelAtSlice := sqlmock.QueryMatcherFunc(func(expected, actual string) error {
-		if actual == slice {
-			cancel()
-		}
-		return sqlmock.QueryMatcherEqual.Match(expected, actual)
-	})
-	conn, m := mockConn(t, mock.QueryMatcher(cancelAtSlice))
-	m.ExpectExec(sqltext.TryLock(sqltext.Guarded, false, false, key)).WithoutArgs().WillReturnResult(rows(0))
-	m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
-	m.ExpectExec(slice).WithoutArgs().WillDelayFor(time.Minute).WillReturnResult(rows(1))
-	m.ExpectClose()
-	err := advisory.Lock(ctx, conn, k42)
-	if !errors.Is(err, context.Canceled) || !errors.Is(err, sqlmock.ErrCancelled) {
-		t.Fatalf("got %v; want context.Canceled, with the driver's error", err)
+	first := sqltext.FirstSessionSlice(sqltext.Guarded, false, 1100, key)
+	tests := []struct {
+		name  string
+		slice string // the slice that ctx ends
+	}{
+		{"FirstSlice", first},
+		{"AfterTheSettings", sqltext.SessionSlice(sqltext.Guarded, false, 1100, key)},
 	}
-	if err := conn.PingContext(context.Background()); !errors.Is(err, sql.ErrConnDone) {
-		t.Fatalf("after a slice that ctx ended the conn is still usable (ping: %v)", err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			// ctx ends as the slice reaches the server: the matcher
+			// cancels it, and sqlmock answers a statement whose delay ctx
+			// cuts short with sqlmock.ErrCancelled.
+			cancelAtSlice := sqlmock.QueryMatcherFunc(func(expected, actual string) error {
+				if actual == tt.slice {
+					cancel()
+				}
+				return sqlmock.QueryMatcherEqual.Match(expected, actual)
+			})
+			conn, m := mockConn(t, mock.QueryMatcher(cancelAtSlice))
+			if tt.slice != first {
+				m.ExpectExec(first).WithoutArgs().WillReturnError(errRanOut)
+				m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+			}
+			m.ExpectExec(tt.slice).WithoutArgs().WillDelayFor(time.Minute).WillReturnResult(rows(1))
+			m.ExpectClose()
+			err := advisory.Lock(ctx, conn, k42)
+			if !errors.Is(err, context.Canceled) || !errors.Is(err, sqlmock.ErrCancelled) {
+				t.Fatalf("got %v; want context.Canceled, with the driver's error", err)
+			}
+			if err := conn.PingContext(context.Background()); !errors.Is(err, sql.ErrConnDone) {
+				t.Fatalf("after a slice that ctx ended the conn is still usable (ping: %v)", err)
+			}
+		})
+	}
+}
+
+// TestSessionWaitRefused: a slice that takes nothing and affects no row
+// was refused, on a hot standby or on a session that bears another
+// lease's mark; one more statement tells which. The wait ends holding
+// nothing, and the session is kept.
+func TestSessionWaitRefused(t *testing.T) {
+	t.Parallel()
+	key := sqltext.KeyOf(k42)
+	tests := []struct {
+		name    string
+		why     int64 // Refusal's answer
+		wantErr error
+	}{
+		{"Standby", sqltext.TryStandby, advisory.ErrStandby},
+		{"SharedSession", sqltext.TryShared, advisory.ErrSharedSession},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			conn, m := mockConn(t)
+			m.ExpectExec(sqltext.FirstSessionSlice(sqltext.Guarded, false, 1100, key)).WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectQuery(sqltext.Refusal).WillReturnRows(sqlmock.NewRows([]string{"why"}).AddRow(tt.why))
+			err := advisory.Lock(context.Background(), conn, k42)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("got %v; want %v", err, tt.wantErr)
+			}
+			if err := conn.PingContext(context.Background()); err != nil {
+				t.Fatalf("conn discarded after a refusal that took nothing: %v", err)
+			}
+		})
 	}
 }
 
 // TestSliceSQL checks the matcher the tests of timed slices use: exact,
 // but for a slice's lock_timeout, which may fall short by less than
-// sliceSlack.
+// sliceSlack, in a later slice's literal as in the first slice's bound
+// and a transaction's slice.
 func TestSliceSQL(t *testing.T) {
 	t.Parallel()
-	want := sessionSliceSQL(false, "42", 1000)
+	slice, first, xact := sessionSliceSQL(false, "42", 1000), firstSliceSQL(false, "42", 1000), xactSliceSQL("42", 1000)
 	tests := []struct {
-		name   string
-		actual string
-		ok     bool
+		name         string
+		want, actual string
+		ok           bool
 	}{
-		{"Same", want, true},
-		{"JustShort", sessionSliceSQL(false, "42", 999), true},
-		{"ShortBySlack", sessionSliceSQL(false, "42", 1000-sliceSlack), false},
-		{"Longer", sessionSliceSQL(false, "42", 1001), false},
-		{"OtherKey", sessionSliceSQL(false, "43", 1000), false},
-		{"OtherStatement", "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)", false},
+		{"Same", slice, slice, true},
+		{"JustShort", slice, sessionSliceSQL(false, "42", 999), true},
+		{"ShortBySlack", slice, sessionSliceSQL(false, "42", 1000-sliceSlack), false},
+		{"Longer", slice, sessionSliceSQL(false, "42", 1001), false},
+		{"OtherKey", slice, sessionSliceSQL(false, "43", 1000), false},
+		{"OtherStatement", slice, "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)", false},
+		{"FirstSame", first, first, true},
+		{"FirstJustShort", first, firstSliceSQL(false, "42", 999), true},
+		{"FirstShortBySlack", first, firstSliceSQL(false, "42", 1000-sliceSlack), false},
+		{"FirstLonger", first, firstSliceSQL(false, "42", 1001), false},
+		{"FirstForALaterSlice", first, slice, false},
+		{"LaterForTheFirstSlice", slice, first, false},
+		{"XactJustShort", xact, xactSliceSQL("42", 999), true},
+		{"XactShortBySlack", xact, xactSliceSQL("42", 1000-sliceSlack), false},
+		{"XactLonger", xact, xactSliceSQL("42", 1001), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			if err := matchSlice(want, tt.actual); (err == nil) != tt.ok {
-				t.Fatalf("matchSlice(%q) = %v; want a match: %v", tt.actual, err, tt.ok)
+			if err := matchSlice(tt.want, tt.actual); (err == nil) != tt.ok {
+				t.Fatalf("matchSlice(%q, %q) = %v; want a match: %v", tt.want, tt.actual, err, tt.ok)
 			}
 		})
 	}
