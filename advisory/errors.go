@@ -39,16 +39,21 @@ var (
 	// max_locks_per_transaction, or take fewer keys at once.
 	ErrLockTableFull = scope.ErrLockTableFull
 
-	// ErrStandby means [Acquire] or [Watch] found the server to be a hot
-	// standby, where advisory locks are local to the standby and
-	// coordinate nothing with the primary. Nothing is held.
+	// ErrStandby means a lock call found the server to be a hot standby,
+	// where advisory locks are local to the standby and coordinate nothing
+	// with the primary. Every call that takes a lock, of a session or a
+	// transaction, checks it in the statement that takes the lock. Nothing
+	// is held.
 	ErrStandby = scope.ErrStandby
 
-	// ErrSharedSession means [Acquire] or [Watch] found its session shared
-	// with other clients, as behind a transaction pooler such as PgBouncer
-	// in transaction mode, where session locks cannot exclude anyone: the
-	// confirming statement ran on a backend that did not hold the key.
-	// Nothing is held. Use transaction locks through such a pooler.
+	// ErrSharedSession means a lock call found its session shared with
+	// other clients, as behind a transaction pooler such as PgBouncer in
+	// transaction mode: a lease's confirming statement ran on a backend
+	// that did not hold the key, or a lock call landed on a backend that
+	// bears the mark of another client's lease, where the lease's key
+	// would be granted to it too. Nothing is held. Use transaction locks
+	// through such a pooler, and leases through a session-mode pool or a
+	// direct connection.
 	ErrSharedSession = scope.ErrPooler
 
 	// ErrUnsupportedEngine means the server's engine cannot make the lock

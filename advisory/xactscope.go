@@ -53,7 +53,7 @@ func WithXactLock(ctx context.Context, db *sql.DB, key Key, fn func(ctx context.
 	}
 	tx, end, err := scope.BeginTx(ctx, db, o.TxOpts)
 	if err != nil {
-		return scope.Fail(ctx, "begin", "", err)
+		return scope.FailBegin(ctx, key.sql().String(), err)
 	}
 	defer end()
 	return scope.Xact(ctx, tx, true, key.sql(), fn, &o)

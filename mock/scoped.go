@@ -254,7 +254,7 @@ func expectLock(m sqlmock.Sqlmock, stmt string, refused, failed bool) *sqlmock.E
 	case refused:
 		return expect(m, stmt, 0)
 	case failed:
-		return expect(m, stmt, 0).WillReturnError(ServerError("55P03"))
+		return expect(m, stmt, 0).WillReturnError(ServerError("57014"))
 	}
 	return expect(m, stmt, 1)
 }

@@ -19,7 +19,7 @@ import (
 
 // The statements Sync sends for the default table.
 const (
-	syncLock   = "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(-2147483648,1) THEN 1 ELSE 0 END)"
+	syncLock   = "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(-2147483648,1) THEN 1 ELSE 0 END)"
 	syncCreate = `CREATE TABLE IF NOT EXISTS "pgadvisory"."namespaces" (id integer PRIMARY KEY, ` +
 		`name pg_catalog.text NOT NULL UNIQUE CHECK (name <> ''), owner pg_catalog.text NOT NULL DEFAULT '', ` +
 		`doc pg_catalog.text NOT NULL DEFAULT '', registered_by pg_catalog.text NOT NULL DEFAULT '', ` +

@@ -114,3 +114,14 @@ type refusedError struct{ err error }
 
 func (e refusedError) Error() string { return e.err.Error() }
 func (e refusedError) Unwrap() error { return e.err }
+
+// FailBegin reports a BEGIN that failed for a transaction scope on keys. A
+// hot standby refuses a read-write transaction at its BEGIN (SQLSTATE
+// 0A000, as lib/pq begins one by default), before any lock is tried, and
+// that is reported as [ErrStandby], as the lock statement would have.
+func FailBegin(ctx context.Context, keys string, err error) error {
+	if SQLState(err) == "0A000" && ctx.Err() == nil {
+		return FailKind("begin", keys, ErrStandby, err)
+	}
+	return Fail(ctx, "begin", "", err)
+}

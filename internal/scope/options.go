@@ -105,10 +105,14 @@ func (o *Options) LockOp(xact bool) string {
 
 // LockStatement returns the first statement that takes one key as o says,
 // in a transaction (xact) or a session, in form f (see [ConnForm]), for a
-// caller that holds no lease on the session, and the operation's name. It
-// is a try, for a wait as well: an uncontended wait ends with it, and a
-// busy key is then waited for in slices (see [Take] and [XactTake]).
+// caller that holds no lease on the session, and the operation's name: a
+// try, for a wait in a transaction as well, and the first slice of a wait
+// in a session (see [Take] and [XactTake]). An uncontended wait ends with
+// it.
 func (o *Options) LockStatement(f sqltext.Form, xact bool, key sqltext.Key) (op string, stmt sqltext.Stmt) {
+	if !xact && !o.Try {
+		return o.LockOp(xact), sqltext.FirstSessionSliceStmt(f, sqltext.Guarded, o.Shared, FirstSliceMillis(o), key)
+	}
 	return o.LockOp(xact), sqltext.TryLockStmt(f, sqltext.Guarded, xact, o.Shared, key)
 }
 

@@ -186,6 +186,11 @@ func waitInSlices(ctx context.Context, start time.Time, o *Options, op, keys str
 			p = p.withSettings(start, s)
 		}
 		ms, last := p.next(time.Now())
+		if n == 0 && !settingsFirst && ms == 0 {
+			// A first slice sent before the settings runs whatever the
+			// bound, as a try would: a free key is taken at once.
+			ms = 1
+		}
 		if ms == 0 {
 			return waitOutcome{err: FailKind(op, keys, ErrLockTimeout, errWaitBound{p.bound})}
 		}
@@ -214,5 +219,5 @@ func waitInSlices(ctx context.Context, start time.Time, o *Options, op, keys str
 // of a wait taken as o says, which the statement of that slice carries.
 func FirstSliceMillis(o *Options) int64 {
 	ms, _ := firstSlicer(time.Now(), o).next(time.Now())
-	return ms
+	return max(ms, 1)
 }

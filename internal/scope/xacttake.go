@@ -53,8 +53,9 @@ func (w *xactWait) take(ctx context.Context, op string, f sqltext.Form, start ti
 	if err := CheckXact(ctx, w.tx, op, KeyList(w.keys)); err != nil {
 		return false, err
 	}
+	g := TxGuard(ctx)
 	if len(w.keys) == 1 {
-		stmt := sqltext.TryLockStmt(f, TxGuard(ctx), true, w.o.Shared, w.keys[0])
+		stmt := sqltext.TryLockStmt(f, g, true, w.o.Shared, w.keys[0])
 		n, err := Run(ctx, w.tx, stmt.Query, stmt.Args...)
 		if err != nil {
 			return false, FailWait(ctx, op, KeyList(w.keys), err)
@@ -72,7 +73,7 @@ func (w *xactWait) take(ctx context.Context, op string, f sqltext.Form, start ti
 	}
 	out := waitInSlices(ctx, start, w.o, op, KeyList(w.keys), len(w.keys) == 1, w.settings,
 		func(ctx context.Context, n int, ms int64) error {
-			slice := sqltext.XactSlice(w.o.Shared, ms, w.keys...)
+			slice := sqltext.GuardedXactSlice(g, w.o.Shared, ms, w.keys...)
 			switch {
 			case w.owned && (n > 0 || len(w.keys) == 1):
 				// The transaction ran a slice that failed, or the
@@ -83,6 +84,9 @@ func (w *xactWait) take(ctx context.Context, op string, f sqltext.Form, start ti
 				w.savepoint = true
 			}
 			_, err := Run(ctx, w.tx, slice)
+			if SQLState(err) == sqltext.RefusedSlice && ctx.Err() == nil {
+				return w.refused(ctx, begin, op)
+			}
 			return err
 		})
 	if out.err != nil && !out.doubt && w.savepoint {
@@ -92,6 +96,19 @@ func (w *xactWait) take(ctx context.Context, op string, f sqltext.Form, start ti
 		}
 	}
 	return out.err == nil, out.err
+}
+
+// refused ends a slice that refused, which took nothing, and returns the
+// refusal's error: the transaction is then as it was before the wait (a
+// caller's), or a fresh one (the wait's own).
+func (w *xactWait) refused(ctx context.Context, begin, op string) error {
+	n, err := Run(ctx, w.tx, sqltext.EndRefusedSlice(w.savepoint, begin))
+	w.savepoint = false
+	if err != nil {
+		return Fail(ctx, op, KeyList(w.keys), err)
+	}
+	_, err = Tried(n, op, KeyList(w.keys))
+	return refusedError{err}
 }
 
 // settings reads the session's settings. After a slice ran out, which left

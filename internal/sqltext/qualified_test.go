@@ -85,6 +85,9 @@ var builders = []struct {
 	{"SlotRing", func(v variant) string { return sqltext.SlotRing(v.form, v.keys[0], 3).Query }},
 	{"WaitSettings", func(variant) string { return sqltext.WaitSettings }},
 	{"SessionSlice", func(v variant) string { return sqltext.SessionSlice(v.guard(), v.shared, 1000, v.keys...) }},
+	{"FirstSessionSlice", func(v variant) string {
+		return sqltext.FirstSessionSlice(v.guard(), v.shared, 1100, v.keys...)
+	}},
 	{"XactSlice", func(v variant) string { return sqltext.XactSlice(v.shared, 1000, v.keys...) }},
 	{"InSavepoint", func(v variant) string {
 		return sqltext.InSavepoint(v.second, sqltext.SessionSlice(sqltext.Guarded, v.shared, 5, v.keys...))
@@ -96,6 +99,13 @@ var builders = []struct {
 	}},
 	{"SessionSliceStmt", func(v variant) string {
 		return sqltext.SessionSliceStmt(v.form, v.guard(), v.shared, 1000, v.keys[0]).Query
+	}},
+	{"FirstSessionSliceStmt", func(v variant) string {
+		return sqltext.FirstSessionSliceStmt(v.form, v.guard(), v.shared, 1100, v.keys[0]).Query
+	}},
+	{"GuardedXactSlice", func(v variant) string { return sqltext.GuardedXactSlice(v.guard(), v.shared, 1000, v.keys...) }},
+	{"EndRefusedSlice", func(v variant) string {
+		return sqltext.EndRefusedSlice(v.second, "BEGIN ISOLATION LEVEL REPEATABLE READ")
 	}},
 	{"XactSliceStmt", func(v variant) string { return sqltext.XactSliceStmt(v.form, v.shared, 1000, v.keys[0]).Query }},
 	{"Refusal", func(variant) string { return sqltext.Refusal }},
@@ -114,7 +124,7 @@ var builders = []struct {
 var notStatements = []string{
 	"Form", "Inline", "Params", "Stmt", "Plain", "Key", "Keyer", "KeyOf", "KeysOf", "KeyFromTag",
 	"Schema", "FencingSequence", "LegacyFencingSequence", "WaitSavepoint",
-	"Guard", "Guarded", "OwnMark", "TryBusy", "TryTaken", "TryStandby", "TryShared",
+	"Guard", "Guarded", "OwnMark", "TryBusy", "TryTaken", "TryStandby", "TryShared", "RefusedSlice",
 	"HoldsElsewhere", "EndNotHeld", "EndReleased", "EndEnded", "EndTxOpen",
 }
 

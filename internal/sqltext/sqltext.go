@@ -171,7 +171,7 @@ func Lock(xact, shared bool, keys ...Key) string {
 //
 //	SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN
 //	pg_catalog.pg_is_in_recovery() THEN 2 WHEN
-//	pg_catalog.current_setting('pgadvisory.lease', true) <> '' THEN 3 WHEN
+//	COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN
 //	pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)
 func TryLock(g Guard, xact, shared bool, key Key) string {
 	return statement(tryPrefixes[g], fn("pg_try_advisory", xact, shared), key, trySuffix)
