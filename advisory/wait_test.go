@@ -240,7 +240,7 @@ func TestWaitRunsOutKeepsTheSession(t *testing.T) {
 		// which is then the whole wait: once the settings show it has
 		// passed, nothing more is sent.
 		{name: "LockTimeoutBoundsTheFirstSlice", settings: waitSettingsRows("100ms", "0", "1s"), firstWait: 100 * time.Millisecond,
-			wantMsg: "advisory: lock 42: lock wait timed out: the session's lock_timeout ran out"},
+			wantMsg: "advisory: lock 42: lock wait timed out: the session's lock_timeout ran out: driver: canceling statement due to lock timeout (SQLSTATE 55P03)"},
 		// The first slice waits nine tenths of the statement_timeout, and
 		// the slice after it what is left: the last, whose running out
 		// ends the wait with the driver's error.

@@ -177,6 +177,7 @@ type sliceFunc func(ctx context.Context, n int, ms int64) error
 // granted as it failed.
 func waitInSlices(ctx context.Context, start time.Time, o *Options, op, keys string, settingsFirst bool, settings func(context.Context) (waitSettings, error), slice sliceFunc) waitOutcome {
 	p := firstSlicer(start, o)
+	var ranOut error // the last slice's error, when it ran out
 	for n := 0; ; n++ {
 		if n == 0 && settingsFirst || n == 1 && !settingsFirst {
 			s, err := settings(ctx)
@@ -185,14 +186,26 @@ func waitInSlices(ctx context.Context, start time.Time, o *Options, op, keys str
 			}
 			p = p.withSettings(start, s)
 		}
-		ms, last := p.next(time.Now())
+		now := time.Now()
+		if n == 0 && !settingsFirst {
+			// A first slice sent before the settings is sent at once:
+			// its bound is the whole of the first slice's, which
+			// FirstSliceMillis tells, and it runs whatever the bound, as
+			// a try would, so that a free key is taken at once.
+			now = start
+		}
+		ms, last := p.next(now)
 		if n == 0 && !settingsFirst && ms == 0 {
-			// A first slice sent before the settings runs whatever the
-			// bound, as a try would: a free key is taken at once.
 			ms = 1
 		}
 		if ms == 0 {
-			return waitOutcome{err: FailKind(op, keys, ErrLockTimeout, errWaitBound{p.bound})}
+			var cause error = errWaitBound{p.bound}
+			if ranOut != nil {
+				// The server's own error stays reachable, as it is
+				// when the last slice itself runs out.
+				cause = fmt.Errorf("%w: %w", cause, ranOut)
+			}
+			return waitOutcome{err: FailKind(op, keys, ErrLockTimeout, cause)}
 		}
 		err := slice(ctx, n, ms)
 		var refused refusedError
@@ -212,12 +225,14 @@ func waitInSlices(ctx context.Context, start time.Time, o *Options, op, keys str
 		case last:
 			return waitOutcome{err: FailKind(op, keys, ErrLockTimeout, err)}
 		}
+		ranOut = err
 	}
 }
 
 // FirstSliceMillis returns the length, in milliseconds, of the first slice
 // of a wait taken as o says, which the statement of that slice carries.
 func FirstSliceMillis(o *Options) int64 {
-	ms, _ := firstSlicer(time.Now(), o).next(time.Now())
+	now := time.Now()
+	ms, _ := firstSlicer(now, o).next(now)
 	return max(ms, 1)
 }

@@ -243,7 +243,7 @@ func TestWaitInSlices(t *testing.T) {
 			wantMsg: "advisory: lock 42: lock wait timed out: server error (SQLSTATE 55P03)"},
 		{name: "SessionLockTimeoutPassed", ago: 10 * time.Second, w: fakeWait{errs: []error{ranOut}, s: waitSettings{lock: 2 * time.Second}},
 			wantCalls: []string{"slice", "settings"}, wantMS: []int64{1100}, wantErr: []error{ErrLockTimeout},
-			wantMsg: "advisory: lock 42: lock wait timed out: the session's lock_timeout ran out"},
+			wantMsg: "advisory: lock 42: lock wait timed out: the session's lock_timeout ran out: server error (SQLSTATE 55P03)"},
 		{name: "Deadlock", w: fakeWait{errs: []error{deadlock}},
 			wantCalls: []string{"slice"}, wantErr: []error{ErrDeadlock, deadlock}, wantDoubt: true},
 		{name: "DeadlockAfterRunningOut", w: fakeWait{errs: []error{ranOut, deadlock}, s: defaults},
