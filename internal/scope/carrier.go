@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
@@ -48,12 +47,6 @@ type carrier struct {
 
 	downOnce sync.Once // the session's end
 	stopOnce sync.Once // close(stop)
-
-	// pooled is set when a statement of the carrier's ran on another
-	// backend than its own, as a transaction pooler routes it: its
-	// locks and mark stay on its backend unless its end reaches there
-	// (see sqltext.CarrierRelease).
-	pooled atomic.Bool
 }
 
 // openCarrier takes a connection from db and starts a carrier on it: one
@@ -152,7 +145,7 @@ func (c *carrier) run(f func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.m.interval)
 	defer cancel()
 	defer Watch(ctx, c.conn)()
-	late := fmt.Errorf("no answer within %v", c.m.interval)
+	late := fmt.Errorf("%w within %v", errNoAnswer, c.m.interval)
 	stop := context.AfterFunc(ctx, func() { c.lose(late) })
 	err := f(ctx)
 	if !stop() && err == nil {
@@ -254,7 +247,14 @@ func (c *carrier) end(cause error, lost bool) bool {
 func (c *carrier) teardown() {
 	c.downOnce.Do(func() {
 		c.turn <- struct{}{}
-		if c.pooled.Load() {
+		// Behind a transaction pooler, closing the connection ends
+		// nothing on the server: the carrier's locks and mark would
+		// stay on its pooled backend. Ask once, unless the server did
+		// not answer: then the session is closed at once.
+		c.m.mu.Lock()
+		unanswered := errors.Is(c.lost, errNoAnswer)
+		c.m.mu.Unlock()
+		if !unanswered {
 			c.reclaim()
 		}
 		Discard(c.conn)
@@ -297,7 +297,6 @@ func (c *carrier) beat() {
 	var lost []*MuxLease
 	switch {
 	case err == nil && n < 0:
-		c.pooled.Store(true)
 		c.lose(FailKind("heartbeat", "", ErrPooler, errElsewhere))
 	case err != nil:
 		c.lose(fmt.Errorf("heartbeat: %w", err))
@@ -359,11 +358,12 @@ func (c *carrier) findMissing() []*MuxLease {
 	return lost
 }
 
-// reclaim undoes the locks and mark of a carrier that a transaction
-// pooler separated from its backend, with one statement
-// ([sqltext.CarrierRelease]): it releases them if it lands on the
-// carrier's backend, and ends that backend if it lands on another. The
-// caller holds the turn; the carrier's leases are lost already.
+// reclaim undoes the locks and mark of a lost carrier on its backend,
+// with one statement ([sqltext.CarrierRelease]): it releases them if it
+// lands on the carrier's backend, and ends that backend if a transaction
+// pooler routes it to another. On a direct connection the session ends
+// with its connection anyway, and on a dead one the statement fails at
+// once. The caller holds the turn; the carrier's leases are lost already.
 func (c *carrier) reclaim() {
 	ctx, cancel := context.WithTimeout(context.Background(), max(c.m.interval, reclaimTimeout))
 	defer cancel()

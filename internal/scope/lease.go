@@ -144,7 +144,11 @@ func (l *Lease) watch() {
 		}
 		if err := l.beat(); err != nil {
 			l.lose(err)
-			if errors.Is(err, ErrPooler) {
+			// Behind a transaction pooler, closing the connection
+			// ends nothing on the server: undo the lock and the mark
+			// first, unless the server did not answer, when the
+			// session is closed at once.
+			if !errors.Is(err, errNoAnswer) {
 				l.reclaim()
 			}
 			l.discard()
@@ -180,8 +184,8 @@ func (l *Lease) beat() error {
 		if res, err = ex.ExecContext(ctx, l.holds, nil); err == nil {
 			n, err = res.RowsAffected()
 		}
-		if err == nil && ctx.Err() != nil {
-			err = ctx.Err()
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w within %v: %w", errNoAnswer, l.interval, ctx.Err())
 		}
 		return nil // the lease discards the session itself
 	})
@@ -326,16 +330,19 @@ func (l *Lease) end(ctx context.Context) error {
 	return err
 }
 
+// errNoAnswer is the cause of a loss for want of an answer in time.
+var errNoAnswer = errors.New("no answer")
+
 // errElsewhere is the cause of a lease's loss when its heartbeat ran on
 // another backend than the lease's.
 var errElsewhere = errors.New("the statement ran on another backend than the lease's: a transaction pooler sits between the client and the server")
 
-// reclaim undoes, after a loss that a transaction pooler caused, the
-// lease's lock and mark on its backend, which the lease's statements no
-// longer reach: one statement ([sqltext.LeaseEnd]) releases them if it
-// lands there, and ends that backend if it lands elsewhere. The lease is
-// already lost; until the statement runs, the lock still excludes every
-// other client, and afterwards no one's statements find it.
+// reclaim undoes, after a loss, the lease's lock and mark on its backend:
+// one statement ([sqltext.LeaseEnd]) releases them if it lands there, and
+// ends that backend if a transaction pooler routes it elsewhere. On a
+// direct connection the session ends with its connection anyway, and on a
+// dead one the statement fails at once. The lease is already lost; until
+// the statement runs, the lock still excludes every other client.
 func (l *Lease) reclaim() {
 	ctx, cancel := context.WithTimeout(context.Background(), max(l.interval, reclaimTimeout))
 	defer cancel()
@@ -346,8 +353,11 @@ func (l *Lease) reclaim() {
 const reclaimTimeout = time.Second
 
 // reclaimTries bounds how often a lease refused at its start tries to
-// reach the backend that took its lock.
-const reclaimTries = 4
+// reach the backend that took its lock, reclaimPause apart.
+const (
+	reclaimTries = 16
+	reclaimPause = 2 * time.Millisecond
+)
 
 // unknownReclaim undoes the lock that the lease's lock statement took on
 // a backend it cannot name ([sqltext.LeaseReclaim]): a statement that
@@ -362,6 +372,7 @@ func (l *Lease) unknownReclaim(ctx context.Context) {
 		if err != nil || n == 1 {
 			return
 		}
+		time.Sleep(reclaimPause)
 	}
 }
 

@@ -86,7 +86,6 @@ func (c *carrier) tryStatement(key sqltext.Key, o *Options, op string) (taken bo
 	switch {
 	case err == nil, errors.Is(err, errCarrierLost):
 	case pooledStatement(err):
-		c.pooled.Store(true)
 		err = FailKind("lease", key.String(), ErrPooler, err)
 		c.lose(err)
 		err = fmt.Errorf("%w: %w", errCarrierLost, err)
@@ -118,7 +117,6 @@ func (c *carrier) tryOnce(key sqltext.Key, o *Options) (taken bool, token int64,
 		return err
 	})
 	if err == nil && !ours {
-		c.pooled.Store(true)
 		err = FailKind("lease", key.String(), ErrPooler, errElsewhere)
 		c.lose(err)
 		err = fmt.Errorf("%w: %w", errCarrierLost, err)
@@ -137,7 +135,6 @@ func (c *carrier) unlock(key sqltext.Key, shared bool) error {
 	})
 	switch {
 	case err == nil && n == sqltext.HoldsElsewhere:
-		c.pooled.Store(true)
 		err = FailKind("unlock", key.String(), ErrPooler, errElsewhere)
 	case err == nil && n != 1:
 		err = FailKind("unlock", key.String(), ErrNotHeld, nil)
