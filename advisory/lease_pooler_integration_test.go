@@ -3,8 +3,10 @@ package advisory_test
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -43,6 +45,17 @@ func poolerRuns() int {
 		return poolerLongRuns
 	}
 	return poolerShortRuns
+}
+
+// isEnded reports whether err says that the call's backend was ended
+// under it: through a pooler, a lease's end that lands on another backend
+// ends the lease's backend, and with it whatever another client runs
+// there (see docs/leases.md, "Through a transaction pooler").
+func isEnded(err error) bool {
+	var e interface{ SQLState() string }
+	return errors.As(err, &e) && e.SQLState() == "57P01" ||
+		errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		strings.Contains(err.Error(), "server conn crashed")
 }
 
 // isPooler reports whether err is the refusal of a shared session.
@@ -133,12 +146,13 @@ var poolerRivals = []poolerRival{
 // poolerCount counts how the runs of one holder and rival ended.
 type poolerCount struct {
 	runs, refused, lostAlone, rivalRefused, rivalBusy, rivalAcquired, overlaps int
+	ended                                                                      int // the holder's or the rival's backend was ended under it
 }
 
 func (c poolerCount) String() string {
 	return fmt.Sprintf("%d runs: holder refused %d, holder lost before the rival %d, rival refused %d, rival found the key busy %d, "+
-		"rival acquired %d, rival held the key while the holder believed it held it %d",
-		c.runs, c.refused, c.lostAlone, c.rivalRefused, c.rivalBusy, c.rivalAcquired, c.overlaps)
+		"rival acquired %d, rival held the key while the holder believed it held it %d, a backend ended under a call %d",
+		c.runs, c.refused, c.lostAlone, c.rivalRefused, c.rivalBusy, c.rivalAcquired, c.overlaps, c.ended)
 }
 
 // poolerRun runs one competition for key: the holder takes a lease
@@ -152,6 +166,9 @@ func poolerRun(t *testing.T, h poolerHolder, r poolerRival, key advisory.Key, db
 	switch {
 	case isPooler(err):
 		c.refused++
+		return
+	case err != nil && isEnded(err):
+		c.ended++
 		return
 	case err != nil:
 		t.Fatalf("holder %s: Acquire(%s) = %v; want success or the pooler error", h.name, key, err)
@@ -168,6 +185,8 @@ func poolerRun(t *testing.T, h poolerHolder, r poolerRival, key advisory.Key, db
 		c.rivalRefused++
 	case errors.Is(err, advisory.ErrNotAcquired):
 		c.rivalBusy++
+	case err != nil && !acquired && isEnded(err):
+		c.ended++
 	case err != nil && !acquired:
 		t.Fatalf("rival %s: %v; want the pooler error, ErrNotAcquired or success", r.name, err)
 	case acquired:
