@@ -70,9 +70,16 @@ var (
 // locks coordinate nothing with the primary (the error names it), and a
 // session that shares its backend with other clients, as behind a
 // transaction pooler such as PgBouncer in transaction mode (the error says
-// so). A pooler is caught at Acquire when the statement lands on another
-// backend or on one where another client holds the key; otherwise the
-// first heartbeat that lands on another backend reports the lease lost.
+// so, and the error matches [ErrSharedSession]). A pooler is caught at
+// Acquire when the statement lands on another backend, or on one that
+// another client's lease has marked; otherwise the first heartbeat that
+// lands on another backend reports the lease lost, and the lease's lock
+// and mark are cleared on its backend, or that backend is ended from
+// another. A pooler that sends every statement to the lease's backend (a
+// pool of one) cannot be detected, and clients that are not this library
+// can take the key there: do not take leases through a transaction
+// pooler. Use [WithXactLock], or connect directly or through a
+// session-mode pool (docs/leases.md, "Through a transaction pooler").
 //
 // When the lock is not granted the error matches [ErrNotAcquired],
 // [ErrLockTimeout], [ErrDeadlock], or ctx.Err(). On any error, nothing is

@@ -115,12 +115,15 @@ func NewLocker(db *sql.DB, opts ...Option) (*Locker, error) {
 // connection, a new connection, and the wait), [ErrLockTableFull],
 // [ErrLockerClosed], or ctx.Err(); a server that is a hot standby gives
 // [ErrStandby], a connection found shared with other clients, as behind a
-// transaction pooler, [ErrSharedSession], and connections lost under the
-// acquisition three times in a row [ErrLockLost]. Any other error from
-// the server comes back as it is, and the connection goes on; a role that
-// may not use the fencing sequence gets the driver's error wrapped in one
-// that names the privilege, as [Fencing] says. On any error, nothing is
-// held.
+// transaction pooler, [ErrSharedSession] (a pooler that sends every
+// statement to one backend goes undetected, as for [Acquire]; an open
+// Locker's connections mark their backends, so that other clients of the
+// pooler are refused there until [Locker.Close]), and connections lost
+// under the acquisition three times in a row [ErrLockLost]. Any other
+// error from the server comes back as it is, and the connection goes on;
+// a role that may not use the fencing sequence gets the driver's error
+// wrapped in one that names the privilege, as [Fencing] says. On any
+// error, nothing is held.
 //
 // [Lease.Release] on the lease waits for its connection's turn even when
 // its ctx has ended, so that a cancelled caller still releases: each
