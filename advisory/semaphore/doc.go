@@ -40,14 +40,21 @@
 //
 // # Waiting
 //
-// [Semaphore.Acquire] tries every slot; when all are taken, it waits in
-// the server on one slot, chosen round-robin, for at most one recheck
-// ([Recheck], 1 second by default: one statement, so that the wait holds
-// no snapshot for longer; see [advisory.WaitSlice]), then tries every slot
-// again and waits on the next: three short statements per recheck, all
-// on one connection that it keeps for the whole wait.
+// [Semaphore.Acquire] waits in the server, in statements of at most one
+// recheck ([Recheck], 1 second by default and at most: the bound on the
+// snapshot a wait holds, see [advisory.WaitSlice]), all on one connection
+// that it keeps for the whole wait. Each statement does it all: it tries
+// every slot, from the next one round-robin, and when none is free waits
+// for the first of them until the recheck runs out, then the next
+// statement tries every slot again. So a waiter sends one statement per
+// recheck, and since the try and the wait are one statement, no slot can
+// free unseen between them: a slot that frees before the statement tries
+// it is taken by the try, and one that frees after finds the statement in
+// the server, trying or waiting. Each statement keeps its wait below nine
+// tenths of the session's statement_timeout, so that it is never
+// cancelled for it.
 //
-// A slot that frees reaches a waiter in one of two ways:
+// A slot that frees reaches a waiter in one of three ways:
 //
 //   - When the slot has waiters, PostgreSQL grants it to the first at once,
 //     in the server, so it is taken within a round trip.
@@ -58,10 +65,19 @@
 //     ring is one statement, on a connection from db, that reads pg_locks
 //     and cancels (pg_cancel_backend) the wait of as many waiters on the
 //     other slots as slots are free, those whose wait began first, in any
-//     process on the same database. The cancelled waiter tries every slot
-//     again at once, and takes the free one. Its wait, cancelled, may have
-//     raced a grant, so its session is closed and it takes another
-//     connection.
+//     process on the same database. The cancelled waiter sends its next
+//     statement at once, on the same connection, and takes the free slot.
+//   - A waiter that a ring did not find, because it was between two
+//     statements or had just tried the slots as the ring read pg_locks,
+//     finds the slot itself: with its next statement in the first case, at
+//     the end of its current one in the second (within the recheck).
+//
+// A cancel can land as the server grants the slot the waiter waits for,
+// after the statement took it, and then the statement fails holding it.
+// So each statement of a wait first releases every session lock its
+// session holds (pg_advisory_unlock_all), then tries: the slot is taken
+// again, once, and no lock is left over. The session is the waiter's own
+// from db's pool, which holds nothing else.
 //
 // A ring wakes only the waiters its role may signal: those of a role whose
 // privileges its role has (pg_has_role, USAGE), and a superuser's only
@@ -72,9 +88,13 @@
 // they coalesce) and a read of pg_locks and pg_stat_activity;
 // docs/recipes.md has the figures.
 //
-// A slot that frees with no ring, as when its holder's process died, a
-// ring failed, or it came in the instant between a waiter's try and its
-// wait, is found at the waiters' next recheck.
+// A slot that frees with no ring, as when its holder's process died, or
+// a ring failed, is found at the waiters' next statement, within a
+// recheck.
+//
+// Every statement of a semaphore refuses, taking nothing, on a hot standby
+// ([advisory.ErrStandby]) and on a session that bears a lease's mark
+// ([advisory.ErrSharedSession]), as behind a transaction pooler.
 //
 // # Fairness
 //

@@ -39,7 +39,9 @@ func (s *Semaphore) ring(l *advisory.Lease) {
 	}()
 	for {
 		asked := s.rings.Load() // each asked before this ring's read
+		s.tracef("ring")
 		woken, err := s.ringOnce(&conn)
+		s.tracef("rang: %d %v", woken, err)
 		if s.o.rang != nil {
 			s.o.rang(woken, err)
 		}
@@ -62,6 +64,7 @@ func (s *Semaphore) ringOnce(conn **sql.Conn) (int64, error) {
 			return 0, err
 		}
 		*conn = c
+		s.tracef("ring connected")
 	}
 	var woken int64
 	err := (*conn).QueryRowContext(ctx, s.ringStmt.Query, s.ringStmt.Args...).Scan(&woken)

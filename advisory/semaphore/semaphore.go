@@ -25,6 +25,14 @@ type options struct {
 	recheck   time.Duration
 	err       error
 	rang      func(woken int64, err error) // for tests: called after each ring
+	trace     func(event string)           // for tests: called at each step of a wait or a ring
+}
+
+// tracef reports a step to the test's trace, if any.
+func (s *Semaphore) tracef(format string, args ...any) {
+	if s.o.trace != nil {
+		s.o.trace(fmt.Sprintf(format, args...))
+	}
 }
 
 // Heartbeat sets the interval of each slot's lease heartbeat, as
@@ -42,16 +50,15 @@ func Heartbeat(d time.Duration) Option {
 // [advisory.Fencing] says. Tokens are counted per database, not per slot.
 func Fencing() Option { return func(o *options) { o.fencing = true } }
 
-// Recheck sets the bound of a wait on one slot, after which
+// Recheck sets the bound of each statement of a wait, after which
 // [Semaphore.Acquire] tries every slot again. A waiter is woken at once
 // when a slot frees (see the package documentation); the recheck finds a
 // slot that freed without a wake, as when the holder's process died. The
-// default, 1 second, is one slice of a wait ([advisory.WaitSlice]): each
-// waiter then sends three short statements a second. A shorter d polls
-// the server more often; a longer one waits in slices of a second or so
-// between rechecks, and leaves a slot that frees with no wake free for
-// longer. d must be at least a millisecond and at most math.MaxInt32
-// milliseconds.
+// default, 1 second, is also the most: it is the bound on the snapshot
+// that a statement holds ([advisory.WaitSlice]), and a longer d waits in
+// statements of a second. Each waiter sends one statement per recheck. A
+// shorter d polls the server more often. d must be at least a
+// millisecond and at most math.MaxInt32 milliseconds.
 func Recheck(d time.Duration) Option {
 	return func(o *options) {
 		if d < time.Millisecond {
@@ -74,8 +81,7 @@ type Semaphore struct {
 	n        int
 	o        options
 	lopts    []advisory.Option
-	wopts    scope.Options // a wait on one slot
-	ringStmt sqltext.Stmt  // the statement that wakes waiters
+	ringStmt sqltext.Stmt // the statement that wakes waiters
 	err      error
 	next     atomic.Uint32
 	rings    atomic.Int64 // rings asked for and not yet run: see ring
@@ -94,7 +100,8 @@ func New(db *sql.DB, base advisory.Key, n int, opts ...Option) *Semaphore {
 		}
 	}
 	v, isInt := base.Int64()
-	wopts, werr := scope.Parse([]advisory.Option{advisory.Timeout(s.o.recheck)})
+	// Recheck's range is Timeout's.
+	_, werr := scope.Parse([]advisory.Option{advisory.Timeout(s.o.recheck)})
 	switch {
 	case s.o.err != nil:
 		s.err = s.o.err
@@ -111,7 +118,6 @@ func New(db *sql.DB, base advisory.Key, n int, opts ...Option) *Semaphore {
 	if s.o.fencing {
 		s.lopts = append(s.lopts, advisory.Fencing())
 	}
-	s.wopts = wopts
 	if s.err == nil {
 		s.ringStmt = sqltext.SlotRing(scope.DBForm(db), sqltext.KeyOf(base), n)
 	}
@@ -168,40 +174,72 @@ func (s *Semaphore) tryOnce(ctx context.Context) (*advisory.Lease, error) {
 	if err != nil {
 		return nil, fmt.Errorf("semaphore: %w", scope.Fail(ctx, "connect", s.base.String(), err))
 	}
-	l, kept, err := s.try(ctx, conn)
+	l, kept, err := s.try(ctx, conn, 0)
+	if errors.Is(err, errWoken) {
+		// A stray wake, meant for a wait that this session ran before
+		// the pool handed it over: the try may have taken a slot.
+		scope.Discard(conn)
+	}
 	if kept {
-		_ = conn.Close() // the statement took nothing
+		_ = conn.Close() // the statement took nothing, or was discarded
 	}
 	return l, err
 }
 
-// try tries every slot once on conn, from the next slot round-robin. kept
-// reports that conn is still the caller's, in the state it was: when no
-// slot was free. Otherwise conn is closed, or is the lease's.
-func (s *Semaphore) try(ctx context.Context, conn *sql.Conn) (l *advisory.Lease, kept bool, err error) {
+// try tries every slot once on conn, from the next slot round-robin
+// ([sqltext.SlotTry]), or with ms above 0 waits, in the same statement,
+// up to ms for the first of them when none is free ([sqltext.SlotWait]). kept reports that conn is still the
+// caller's, holding nothing: when no slot was free, or the wait ran out
+// (an error matching [advisory.ErrNotAcquired] or [advisory.ErrLockTimeout]),
+// or a refusal took nothing. Otherwise conn is closed, or is the lease's.
+// A cancel of the server's, as a ring sends, ends the wait with an error
+// matching [errWoken], and conn kept: the session may hold the slot that
+// the statement took as the cancel landed, which the next waiting try
+// releases first.
+func (s *Semaphore) try(ctx context.Context, conn *sql.Conn, ms int64) (l *advisory.Lease, kept bool, err error) {
 	order := make([]advisory.Key, s.n)
 	start := int(s.next.Add(1) % uint32(s.n))
 	for i := range order {
 		order[i] = s.Slot((start + i) % s.n)
 	}
-	var o int
+	var o int64
+	// conn is a session of the semaphore's own, on which no lease of the
+	// caller's runs: it must bear no mark, whatever ctx.
 	stmt := sqltext.SlotTry(scope.ConnForm(conn), sqltext.KeysOf(order))
-	err = conn.QueryRowContext(ctx, stmt.Query, stmt.Args...).Scan(&o)
+	if ms > 0 {
+		stmt = sqltext.SlotWait(scope.ConnForm(conn), sqltext.KeysOf(order), ms)
+		var restored string
+		err = conn.QueryRowContext(ctx, stmt.Query, stmt.Args...).Scan(&restored, &o)
+	} else {
+		err = conn.QueryRowContext(ctx, stmt.Query, stmt.Args...).Scan(&o)
+	}
 	if err == nil && ctx.Err() != nil {
 		// A driver can report success for a statement whose context
 		// expired as it ended, after it dropped the session.
 		err = ctx.Err()
 	}
 	switch {
-	case errors.Is(err, sql.ErrNoRows):
+	case err == nil && o == sqltext.SlotBusy:
 		return nil, true, fmt.Errorf("semaphore: all %d slots of %s are taken: %w", s.n, s.base, advisory.ErrNotAcquired)
+	case err == nil && (o == sqltext.SlotStandby || o == sqltext.SlotShared):
+		err = scope.RefusedAs(o == sqltext.SlotStandby, "try the slots", s.base.String())
+		return nil, true, fmt.Errorf("semaphore: %w", err)
+	case err != nil && ctx.Err() == nil && scope.SQLState(err) == "55P03":
+		// The wait ran out: the statement holds nothing, and the
+		// session is as it was.
+		return nil, true, fmt.Errorf("semaphore: %s: slot %s not taken: %w: %w", s.base, order[0], advisory.ErrLockTimeout, err)
+	case err != nil && ctx.Err() == nil && scope.SQLState(err) == "57014":
+		// The server cancelled the statement: a ring woke the wait,
+		// or came as the statement began. The session may hold the
+		// slot that the statement took as the cancel landed.
+		return nil, true, fmt.Errorf("semaphore: %s: %w: %w", s.base, errWoken, err)
 	case err != nil:
 		// The statement may have taken a slot before it failed: end
 		// the session, and the lock with it.
 		scope.Discard(conn)
 		_ = conn.Close()
 		return nil, false, fmt.Errorf("semaphore: %w", scope.Fail(ctx, "try the slots", s.base.String(), err))
-	case o < 1 || o > s.n:
+	case o < 1 || o > int64(s.n):
 		scope.Discard(conn)
 		_ = conn.Close()
 		return nil, false, fmt.Errorf("semaphore: %s: the server returned slot %d of %d", s.base, o, s.n)
@@ -209,6 +247,9 @@ func (s *Semaphore) try(ctx context.Context, conn *sql.Conn) (l *advisory.Lease,
 	l, err = s.watch(ctx, conn, order[o-1])
 	return l, false, err
 }
+
+// errWoken is the cause of a try that a cancel of the server's ended.
+var errWoken = errors.New("the server cancelled the statement")
 
 // watch turns conn's lock on slot into a lease, which rings when it ends.
 func (s *Semaphore) watch(ctx context.Context, conn *sql.Conn, slot advisory.Key) (*advisory.Lease, error) {
@@ -229,15 +270,18 @@ func (s *Semaphore) Acquire(ctx context.Context) (*advisory.Lease, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
-	// The waiter's session, kept from one round to the next, so that a
-	// wake (see ring) lands on a statement of the waiter's, and on no
-	// other code's use of a pooled session.
+	// The waiter's session, kept from one statement to the next, so
+	// that a wake (see ring) lands on a statement of the waiter's, and
+	// on no other code's use of a pooled session.
 	var conn *sql.Conn
 	defer func() {
 		if conn != nil {
 			_ = conn.Close()
 		}
 	}()
+	// Each statement tries every slot and waits up to ms for one: the
+	// recheck, at most the snapshot bound.
+	ms := max(int64(min(s.o.recheck, scope.DefaultSlice)/time.Millisecond), 1)
 	for retries := 0; ; {
 		if conn == nil {
 			c, err := s.db.Conn(ctx)
@@ -245,26 +289,25 @@ func (s *Semaphore) Acquire(ctx context.Context) (*advisory.Lease, error) {
 				return nil, fmt.Errorf("semaphore: %w", scope.Fail(ctx, "connect", s.base.String(), err))
 			}
 			conn = c
+			s.tracef("connected")
 		}
-		l, kept, err := s.try(ctx, conn)
+		l, kept, err := s.try(ctx, conn, ms)
+		s.tracef("tried: %v", err)
 		if !kept {
 			conn = nil
-		}
-		if errors.Is(err, advisory.ErrNotAcquired) {
-			slot := s.Slot(int(s.next.Add(1) % uint32(s.n)))
-			l, kept, err = s.wait(ctx, conn, slot)
-			if !kept {
-				conn = nil
-			}
 		}
 		switch {
 		case err == nil:
 			return l, nil
 		case ctx.Err() != nil:
+			if conn != nil && errors.Is(err, errWoken) {
+				scope.Discard(conn) // it may hold the slot
+			}
 			return nil, fmt.Errorf("semaphore: %s: %w", s.base, ctx.Err())
-		case errors.Is(err, advisory.ErrLockTimeout):
-			// The wait's bound ran out, or a ring cut it short: try
-			// every slot again.
+		case errors.Is(err, advisory.ErrLockTimeout), errors.Is(err, errWoken):
+			// The wait's bound ran out, or a ring woke it: try every
+			// slot again at once, having released the slot that the
+			// statement may have taken as the cancel landed.
 			retries = 0
 		case retryable(err) && retries < badConnTries:
 			retries++
@@ -272,32 +315,4 @@ func (s *Semaphore) Acquire(ctx context.Context) (*advisory.Lease, error) {
 			return nil, err
 		}
 	}
-}
-
-// wait waits on conn, for at most the recheck bound, for slot, and
-// returns the lease that holds it. kept reports that conn is still the
-// caller's, holding nothing, as after a wait whose bound ran out;
-// otherwise conn is closed, or is the lease's. A wait that a ring
-// cancelled fails with an error matching [advisory.ErrLockTimeout] (the
-// server cancelled it while ctx was live), and the session, in doubt, is
-// discarded.
-func (s *Semaphore) wait(ctx context.Context, conn *sql.Conn, slot advisory.Key) (l *advisory.Lease, kept bool, err error) {
-	keys := []sqltext.Key{sqltext.KeyOf(slot)}
-	o := s.wopts // a copy per wait: Take may keep a pointer
-	took, err := scope.Take(ctx, o.Observed(), conn, o.LockOp(false), keys, &o, scope.ConnForm(conn))
-	switch {
-	case err == nil && took:
-		l, err = s.watch(ctx, conn, slot)
-		return l, false, err
-	case err == nil:
-		return nil, true, fmt.Errorf("semaphore: %s: slot %s not taken: %w", s.base, slot, advisory.ErrLockTimeout)
-	case errors.Is(err, advisory.ErrLockTimeout) && scope.SQLState(err) != "57014":
-		// The bound ran out: the statement that waited holds nothing,
-		// and the session is as it was.
-		return nil, true, fmt.Errorf("semaphore: %s: %w", s.base, err)
-	}
-	// A ring, or a failure: Take discarded the session if it may hold
-	// the slot.
-	_ = conn.Close()
-	return nil, false, fmt.Errorf("semaphore: %s: %w", s.base, err)
 }

@@ -17,19 +17,23 @@ import (
 //   - Queued: the freed slot is the one the waiter waits on, and the server
 //     hands it over.
 //   - LoneD: the waiter has waited D, and another slot frees; a ring wakes
-//     it. At whole seconds the release falls near the end of the waiter's
-//     recheck, where a ring can miss it (see the package documentation).
+//     it, or its next statement, which tries every slot, finds the slot:
+//     at whole seconds the release falls near the end of one of the
+//     waiter's statements.
 //   - Crowd: 8 slots, 4 waiters (each waiting at least 1.5 s), and a slot
 //     frees that none waits on: the first to enter counts.
 //
-// Up to ten semaphores run at once (one per 400 ms of waiting), each a
+// Up to twenty semaphores run at once (one per 200 ms of waiting), each a
 // round at a time, so that long waits take less time. Each op is one
 // round; ns/op includes the wait, and means nothing. It reports the
 // wake's p50, p99 and max, and the waiters that rings woke per release
-// (woken/release). docs/recipes.md gives the figures, from:
+// (woken/release). With PGADVISORY_SLOW_WAKE set to a duration, it logs
+// the steps of every round whose wake took longer: the waiter's
+// statements and the ring's, timed from the release. docs/recipes.md and
+// docs/benchmarks.md give the figures, from 200 rounds, enough for a p99:
 //
-//	PGADVISORY_TEST_IMAGES=pgadvisory/postgres:15,pgadvisory/postgres:17 \
-//		go test -run '^$' -bench Wake -benchtime=50x ./advisory/semaphore/
+//	PGADVISORY_TEST_IMAGES=pgadvisory/postgres:15 \
+//		go test -run '^$' -bench 'Wake/pg15/.*/(Queued|Lone)' -benchtime=200x ./advisory/semaphore/
 func BenchmarkWake(b *testing.B) {
 	cases := []struct {
 		name       string
@@ -41,6 +45,7 @@ func BenchmarkWake(b *testing.B) {
 		{"Lone100ms", 100 * time.Millisecond, false, 3, 1},
 		{"Lone1s", time.Second, false, 3, 1},
 		{"Lone4s", 4 * time.Second, false, 3, 1},
+		{"Lone8s", 8 * time.Second, false, 3, 1},
 		{"Crowd", 1500 * time.Millisecond, false, 8, 4},
 	}
 	for _, s := range pgtest.Servers(b) {
@@ -50,8 +55,8 @@ func BenchmarkWake(b *testing.B) {
 				b.Run(s.Name+"/"+d+"/"+c.name, func(b *testing.B) {
 					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 					defer cancel()
-					// Up to ten at once, one per 400 ms of waiting.
-					sems := max(1, min(10, int(c.waited/(400*time.Millisecond))))
+					// Up to twenty at once, one per 200 ms of waiting.
+					sems := max(1, min(20, int(c.waited/(200*time.Millisecond))))
 					var (
 						mu     sync.Mutex
 						wakes  []time.Duration
@@ -91,6 +96,9 @@ func BenchmarkWake(b *testing.B) {
 					var woken, failed int64
 					for _, w := range wakers {
 						woken += w.settle()
+						for _, l := range w.slow {
+							b.Logf("slow wake %s", l)
+						}
 						failed += w.failed.Load()
 						w.close(ctx)
 					}

@@ -8,7 +8,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/url"
+	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -35,6 +37,29 @@ type waker struct {
 	woken   atomic.Int64       // waiters the rings woke
 	rings   atomic.Int64
 	failed  atomic.Int64 // rings that failed
+
+	slow []string // the steps of rounds slower than slowWake
+
+	traceMu sync.Mutex
+	trace   []traced // the semaphore's steps since the round began
+}
+
+// traced is a step of the semaphore's, and when it came.
+type traced struct {
+	at    time.Time
+	event string
+}
+
+// steps returns the steps since the round began, each timed from the
+// release at released.
+func (w *waker) steps(released time.Time) string {
+	w.traceMu.Lock()
+	defer w.traceMu.Unlock()
+	var b strings.Builder
+	for _, t := range w.trace {
+		fmt.Fprintf(&b, " %+.2fms %s;", float64(t.at.Sub(released))/float64(time.Millisecond), t.event)
+	}
+	return b.String()
 }
 
 // acquired is what an Acquire returned, and when.
@@ -54,6 +79,10 @@ func newWaker(ctx context.Context, db *sql.DB, n int) (*waker, error) {
 		if err != nil {
 			w.failed.Add(1)
 		}
+	}), semaphore.Trace(func(ev string) {
+		w.traceMu.Lock()
+		w.trace = append(w.trace, traced{time.Now(), ev})
+		w.traceMu.Unlock()
 	}))
 	for range n {
 		l, err := w.s.TryAcquire(ctx)
@@ -150,6 +179,9 @@ func (w *waker) round(ctx context.Context, waited time.Duration, queued bool, k 
 		}()
 	}
 	time.Sleep(time.Until(start.Add(waited)))
+	w.traceMu.Lock()
+	w.trace = w.trace[:0]
+	w.traceMu.Unlock()
 	// A waiter moves to another slot at each recheck: look when the time
 	// has come.
 	on, err := w.awaitWaiting(ctx)
@@ -183,11 +215,19 @@ func (w *waker) round(ctx context.Context, waited time.Duration, queued bool, k 
 		if r.l.Key() != free {
 			return 0, fmt.Errorf("a waiter took slot %v; slot %v was the free one", r.l.Key(), free)
 		}
+		if d := r.at.Sub(released); d > slowWake && slowWake > 0 {
+			w.slow = append(w.slow, fmt.Sprintf("%.2fms:%s", float64(d)/float64(time.Millisecond), w.steps(released)))
+		}
 		return r.at.Sub(released), nil
 	case <-time.After(10 * time.Second):
 		return 0, fmt.Errorf("no waiter, on slots %v, entered 10 s after slot %v freed", on, free)
 	}
 }
+
+// slowWake is the wake after which a round's steps are kept, for the
+// benchmark to log; PGADVISORY_SLOW_WAKE sets it (a duration), and none are
+// kept without it.
+var slowWake, _ = time.ParseDuration(os.Getenv("PGADVISORY_SLOW_WAKE"))
 
 // percentile returns the p-th percentile of sorted d.
 func percentile(d []time.Duration, p int) time.Duration {

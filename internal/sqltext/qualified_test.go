@@ -82,6 +82,7 @@ var builders = []struct {
 	{"LeaseEnd", func(v variant) string { return sqltext.LeaseEnd(4242, 8177, v.shared, v.second, v.keys[0]) }},
 	{"LeaseReclaim", func(v variant) string { return sqltext.LeaseReclaim(v.shared, v.keys[0]) }},
 	{"SlotTry", func(v variant) string { return sqltext.SlotTry(v.form, v.slots()).Query }},
+	{"SlotWait", func(v variant) string { return sqltext.SlotWait(v.form, v.slots(), 1000).Query }},
 	{"SlotRing", func(v variant) string { return sqltext.SlotRing(v.form, v.keys[0], 3).Query }},
 	{"WaitSettings", func(variant) string { return sqltext.WaitSettings }},
 	{"SessionSlice", func(v variant) string { return sqltext.SessionSlice(v.guard(), v.shared, 1000, v.keys...) }},
@@ -126,6 +127,7 @@ var notStatements = []string{
 	"Schema", "FencingSequence", "LegacyFencingSequence", "WaitSavepoint",
 	"Guard", "Guarded", "OwnMark", "TryBusy", "TryTaken", "TryStandby", "TryShared", "RefusedSlice",
 	"HoldsElsewhere", "EndNotHeld", "EndReleased", "EndEnded", "EndTxOpen",
+	"SlotBusy", "SlotStandby", "SlotShared",
 }
 
 // guard is the guard of v's statements: [sqltext.OwnMark] for the second

@@ -36,12 +36,35 @@ import "strconv"
 // first key, or a; the last key, or b; n), so that the text depends on the
 // key space alone. base+n-1 must not pass the largest bigint.
 func SlotRing(f Form, base Key, n int) Stmt {
+	slot, inRange, p3, args := slotRange(f, base, n)
+	return Stmt{
+		Query: "SELECT pg_catalog.count(*) FILTER (WHERE w.cancelled) FROM (" +
+			"SELECT pg_catalog.pg_cancel_backend(p.pid) AS cancelled FROM (" +
+			"SELECT pg_catalog.count(DISTINCT k.slot) FILTER (WHERE k.granted) AS held, " +
+			"pg_catalog.array_agg(k.pid ORDER BY k.waitstart) FILTER (WHERE a.pid IS NOT NULL) AS waiting " +
+			"FROM (SELECT l.pid, l.granted, l.waitstart, " + slot + " AS slot FROM pg_catalog.pg_locks l" +
+			" WHERE l.locktype = 'advisory'" +
+			" AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())" +
+			" AND " + inRange + ") AS k" +
+			" LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = k.pid AND NOT k.granted" +
+			" AND a.wait_event_type = 'Lock' AND a.wait_event = 'advisory'" +
+			" AND pg_catalog.pg_has_role(a.usesysid, 'USAGE')" +
+			" AND (pg_catalog.current_setting('is_superuser') = 'on'" +
+			" OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.oid = a.usesysid AND r.rolsuper))) AS s " +
+			"CROSS JOIN LATERAL pg_catalog.unnest(s.waiting[1:" + p3 + " - s.held]) AS p(pid)) AS w",
+		Args: args,
+	}
+}
+
+// slotRange renders, for the semaphore whose n slots are the n keys from
+// base, the expression of a pg_locks row l's slot (from 0 for a pair, the
+// key itself for a bigint), the condition that l is on one of the slots,
+// and n, in form f, with the arguments they take (see [SlotRing]).
+func slotRange(f Form, base Key, n int) (slot, inRange, count string, args []any) {
 	var p1, p2, p3 string
-	var args []any
 	if f == Params {
 		p1, p2, p3 = "$1::pg_catalog.int8", "$2::pg_catalog.int8", "$3::pg_catalog.int8"
 	}
-	var slot, inRange string
 	if base.Pair {
 		a, b := int64(uint32(base.A)), int64(uint32(base.B))
 		if f == Params {
@@ -61,21 +84,5 @@ func SlotRing(f Form, base Key, n int) Stmt {
 		slot = "((l.classid::pg_catalog.int8 << 32) | l.objid::pg_catalog.int8)"
 		inRange = "l.objsubid = 1 AND " + slot + " BETWEEN " + p1 + " AND " + p2
 	}
-	return Stmt{
-		Query: "SELECT pg_catalog.count(*) FILTER (WHERE w.cancelled) FROM (" +
-			"SELECT pg_catalog.pg_cancel_backend(p.pid) AS cancelled FROM (" +
-			"SELECT pg_catalog.count(DISTINCT k.slot) FILTER (WHERE k.granted) AS held, " +
-			"pg_catalog.array_agg(k.pid ORDER BY k.waitstart) FILTER (WHERE a.pid IS NOT NULL) AS waiting " +
-			"FROM (SELECT l.pid, l.granted, l.waitstart, " + slot + " AS slot FROM pg_catalog.pg_locks l" +
-			" WHERE l.locktype = 'advisory'" +
-			" AND l.database = (SELECT d.oid FROM pg_catalog.pg_database d WHERE d.datname = pg_catalog.current_database())" +
-			" AND " + inRange + ") AS k" +
-			" LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid = k.pid AND NOT k.granted" +
-			" AND a.wait_event_type = 'Lock' AND a.wait_event = 'advisory'" +
-			" AND pg_catalog.pg_has_role(a.usesysid, 'USAGE')" +
-			" AND (pg_catalog.current_setting('is_superuser') = 'on'" +
-			" OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.oid = a.usesysid AND r.rolsuper))) AS s " +
-			"CROSS JOIN LATERAL pg_catalog.unnest(s.waiting[1:" + p3 + " - s.held]) AS p(pid)) AS w",
-		Args: args,
-	}
+	return slot, inRange, p3, args
 }
