@@ -221,9 +221,10 @@ func (s *Semaphore) try(ctx context.Context, conn *sql.Conn, ms int64) (l *advis
 	switch {
 	case err == nil && o == sqltext.SlotBusy:
 		return nil, true, fmt.Errorf("semaphore: all %d slots of %s are taken: %w", s.n, s.base, advisory.ErrNotAcquired)
-	case err == nil && (o == sqltext.SlotStandby || o == sqltext.SlotShared):
-		err = scope.RefusedAs(o == sqltext.SlotStandby, "try the slots", s.base.String())
-		return nil, true, fmt.Errorf("semaphore: %w", err)
+	case err == nil && o == sqltext.SlotStandby:
+		return nil, true, fmt.Errorf("semaphore: %w", scope.FailKind("try the slots", s.base.String(), scope.ErrStandby, nil))
+	case err == nil && o == sqltext.SlotShared:
+		return nil, true, fmt.Errorf("semaphore: %w", scope.FailKind("try the slots", s.base.String(), scope.ErrPooler, errMarked))
 	case err != nil && ctx.Err() == nil && scope.SQLState(err) == "55P03":
 		// The wait ran out: the statement holds nothing, and the
 		// session is as it was.
@@ -247,6 +248,10 @@ func (s *Semaphore) try(ctx context.Context, conn *sql.Conn, ms int64) (l *advis
 	l, err = s.watch(ctx, conn, order[o-1])
 	return l, false, err
 }
+
+// errMarked is the cause of ErrSharedSession when a try found a lease's
+// mark on the semaphore's own session, which no lease uses.
+var errMarked = errors.New("the session bears the mark of a lease that another client holds on it")
 
 // errWoken is the cause of a try that a cancel of the server's ended.
 var errWoken = errors.New("the server cancelled the statement")
