@@ -31,7 +31,7 @@ func exampleDB(expect func(m sqlmock.Sqlmock)) *sql.DB {
 func ExampleWithXactLock() {
 	db := exampleDB(func(m sqlmock.Sqlmock) {
 		m.ExpectBegin()
-		m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(7,-785388649) THEN 1 ELSE 0 END)").WillReturnResult(sqlmock.NewResult(0, 1))
+		m.ExpectExec("SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(7,-785388649) END").WillReturnResult(sqlmock.NewResult(0, 1))
 		m.ExpectExec("UPDATE reports SET built_at = now()").WillReturnResult(sqlmock.NewResult(0, 1))
 		m.ExpectCommit()
 	})
@@ -81,7 +81,7 @@ func ExampleWithSessionLock() {
 func ExampleTryXactLock() {
 	db := exampleDB(func(m sqlmock.Sqlmock) {
 		m.ExpectBegin()
-		m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(2,1001) THEN 1 ELSE 0 END)").WillReturnResult(sqlmock.NewResult(0, 0))
+		m.ExpectExec("SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(2,1001) END").WillReturnResult(sqlmock.NewResult(0, 0))
 		m.ExpectRollback()
 	})
 	defer db.Close()
@@ -106,7 +106,7 @@ func ExampleTryXactLock() {
 func ExampleLock() {
 	key := advisory.Int64Key(42)
 	db := exampleDB(func(m sqlmock.Sqlmock) {
-		mock.ExpectLock(m, key)         // the first slice of the wait, granted
+		mock.ExpectLock(m, key)         // the try that starts the wait, granted
 		mock.ExpectUnlock(m, key, true) // held
 	})
 	defer db.Close()

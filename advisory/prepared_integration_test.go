@@ -16,8 +16,7 @@ import (
 // statement of its own: after 300 rounds of session and transaction locks
 // with fresh keys on one connection, in transactions the caller began and
 // in WithXactLock's, pgx holds one prepared statement per
-// kind of call, with the key as a parameter (and a wait's first slice its
-// bound as well), and lib/pq none.
+// kind of call, with the key as a parameter, and lib/pq none.
 func TestPreparedStatementsIntegration(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
@@ -32,7 +31,8 @@ func TestPreparedStatementsIntegration(t *testing.T) {
 				if err := advisory.Unlock(ctx, conn, k); err != nil {
 					t.Fatal(err)
 				}
-				// A free key's wait is its first slice.
+				// A free key's wait is its try, the statement TryLock
+				// sends.
 				if err := advisory.Lock(ctx, conn, k); err != nil {
 					t.Fatalf("Lock(%v) = %v", k, err)
 				}
@@ -69,16 +69,12 @@ func TestPreparedStatementsIntegration(t *testing.T) {
 		var want []string
 		if tg.Driver != pgtest.DriverPQ {
 			want = []string{
-				"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock($1) THEN 1 ELSE 0 END)",
-				"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock($1,$2) THEN 1 ELSE 0 END)",
-				"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock($1) THEN 1 ELSE 0 END)",
-				"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock_shared($1,$2) THEN 1 ELSE 0 END)",
+				"SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_lock($1) END",
+				"SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_lock($1,$2) END",
+				"SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock($1) END",
+				"SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock_shared($1,$2) END",
 				"SELECT 1 WHERE pg_catalog.pg_advisory_unlock($1)",
 				"SELECT 1 WHERE pg_catalog.pg_advisory_unlock($1,$2)",
-				// The first slice of Lock's wait, whose bound ($1) and
-				// key are parameters.
-				sqltext.FirstSessionSliceStmt(sqltext.Params, sqltext.Guarded, false, 1100, sqltext.Key{Bigint: 1}).Query,
-				sqltext.FirstSessionSliceStmt(sqltext.Params, sqltext.Guarded, false, 1100, sqltext.Key{Pair: true, A: 1, B: 2}).Query,
 				// The engine's probe, once per *sql.DB, on the
 				// connection of its first lock call.
 				sqltext.EngineProbe,
@@ -93,7 +89,7 @@ func TestPreparedStatementsIntegration(t *testing.T) {
 			xconn := pgtest.Conn(t, tg.DB)
 			got := preparedStatements(t, xconn)
 			// A free key's wait is its try.
-			want := []string{"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock($1) THEN 1 ELSE 0 END)"}
+			want := []string{"SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock($1) END"}
 			if !slices.Equal(got, want) {
 				t.Errorf("prepared statements on the transactions' connection:\n got %q\nwant %q", got, want)
 			}

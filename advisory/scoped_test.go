@@ -19,7 +19,7 @@ import (
 func TestWithXactLock(t *testing.T) {
 	t.Parallel()
 	errWork := errors.New("work failed")
-	const try42 = "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(42) THEN 1 ELSE 0 END)"
+	const try42 = "SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(42) END"
 	tests := []struct {
 		name     string
 		opts     []advisory.Option
@@ -39,7 +39,7 @@ func TestWithXactLock(t *testing.T) {
 		{name: "TryBusy", opts: []advisory.Option{advisory.Try()}, lockSQL: try42,
 			affected: 0, wantErr: advisory.ErrNotAcquired},
 		{name: "TryShared", opts: []advisory.Option{advisory.Try(), advisory.Shared()},
-			lockSQL: "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock_shared(42) THEN 1 ELSE 0 END)", affected: 1, commit: true, fnCalled: true},
+			lockSQL: "SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock_shared(42) END", affected: 1, commit: true, fnCalled: true},
 		{name: "Timeout", opts: []advisory.Option{advisory.Timeout(250 * time.Millisecond)}, busy: true,
 			lockSQL:  xactSliceSQL("42", 250),
 			affected: 1, commit: true, fnCalled: true},
@@ -99,7 +99,7 @@ func TestWithXactLockPanicRollsBack(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, exactSQL)
 	m.ExpectBegin()
-	m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(42) THEN 1 ELSE 0 END)").WillReturnResult(rows(1))
+	m.ExpectExec("SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(42) END").WillReturnResult(rows(1))
 	m.ExpectRollback()
 	defer func() {
 		if p := recover(); p != "boom" {
@@ -116,7 +116,7 @@ func TestWithXactLockCommitFails(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, exactSQL)
 	m.ExpectBegin()
-	m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(42) THEN 1 ELSE 0 END)").WillReturnResult(rows(1))
+	m.ExpectExec("SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(42) END").WillReturnResult(rows(1))
 	commitErr := &sqlState{"40001", "could not serialize access"}
 	m.ExpectCommit().WillReturnError(commitErr)
 	err := advisory.WithXactLock(context.Background(), db, k42, func(context.Context, *sql.Tx) error { return nil })
@@ -131,7 +131,7 @@ func TestWithXactLockCommitEarly(t *testing.T) {
 		t.Parallel()
 		db, m := mock.New(t, exactSQL)
 		m.ExpectBegin()
-		m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(42) THEN 1 ELSE 0 END)").WillReturnResult(rows(1))
+		m.ExpectExec("SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(42) END").WillReturnResult(rows(1))
 		m.ExpectCommit()
 		err := advisory.WithXactLock(context.Background(), db, k42, func(ctx context.Context, _ *sql.Tx) error {
 			if err := advisory.CommitEarly(ctx); err != nil {
@@ -147,7 +147,7 @@ func TestWithXactLockCommitEarly(t *testing.T) {
 		t.Parallel()
 		db, m := mock.New(t, exactSQL)
 		m.ExpectBegin()
-		m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(42) THEN 1 ELSE 0 END)").WillReturnResult(rows(1))
+		m.ExpectExec("SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(42) END").WillReturnResult(rows(1))
 		commitErr := &sqlState{"40001", "could not serialize access"}
 		m.ExpectCommit().WillReturnError(commitErr)
 		var early error
@@ -163,7 +163,7 @@ func TestWithXactLockCommitEarly(t *testing.T) {
 		t.Parallel()
 		db, m := mock.New(t, exactSQL)
 		m.ExpectBegin()
-		m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(42) THEN 1 ELSE 0 END)").WillReturnResult(rows(1))
+		m.ExpectExec("SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(42) END").WillReturnResult(rows(1))
 		m.ExpectRollback()
 		var early error
 		err := advisory.WithXactLock(context.Background(), db, k42, func(ctx context.Context, _ *sql.Tx) error {
@@ -178,7 +178,7 @@ func TestWithXactLockCommitEarly(t *testing.T) {
 		t.Parallel()
 		db, m := mock.New(t, exactSQL)
 		m.ExpectBegin()
-		m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(42) THEN 1 ELSE 0 END)").WillReturnResult(rows(1))
+		m.ExpectExec("SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(42) END").WillReturnResult(rows(1))
 		m.ExpectRollback()
 		ctx, cancel := context.WithCancel(context.Background())
 		err := advisory.WithXactLock(ctx, db, k42, func(context.Context, *sql.Tx) error {
@@ -213,7 +213,7 @@ func TestWithXactLockNeverGuessesTheOutcome(t *testing.T) {
 			t.Parallel()
 			db, m := mock.New(t, exactSQL)
 			m.ExpectBegin()
-			m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(42) THEN 1 ELSE 0 END)").WillReturnResult(rows(1))
+			m.ExpectExec("SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(42) END").WillReturnResult(rows(1))
 			if name == "RolledBack" {
 				m.ExpectRollback()
 			} else {
@@ -234,9 +234,9 @@ func TestScopedReturnFnErrorItself(t *testing.T) {
 	errWork := errors.New("work failed")
 	db, m := mock.New(t, exactSQL)
 	m.ExpectBegin()
-	m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(42) THEN 1 ELSE 0 END)").WillReturnResult(rows(1))
+	m.ExpectExec("SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(42) END").WillReturnResult(rows(1))
 	m.ExpectRollback()
-	m.ExpectExec(firstSliceSQL(false, "42", 1100)).WillReturnResult(rows(1))
+	m.ExpectExec(trySQL("pg_catalog.pg_try_advisory_lock(42)")).WillReturnResult(rows(1))
 	m.ExpectExec(releaseSQL("pg_catalog.pg_advisory_unlock(42)")).WillReturnResult(rows(1))
 	if err := advisory.WithXactLock(context.Background(), db, k42, func(context.Context, *sql.Tx) error { return errWork }); err != errWork {
 		t.Errorf("WithXactLock returned %#v, want fn's error itself", err)
@@ -249,12 +249,11 @@ func TestScopedReturnFnErrorItself(t *testing.T) {
 func TestWithSessionLock(t *testing.T) {
 	t.Parallel()
 	errWork := errors.New("work failed")
-	const try42 = "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)"
-	first42 := firstSliceSQL(false, "42", 1100)
+	const try42 = "SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_lock(42) END"
 	tests := []struct {
 		name       string
 		opts       []advisory.Option
-		busy       bool // the first slice runs out, the wait reads the settings and goes on in slices
+		busy       bool // the try finds the key busy, the wait reads the settings and goes on in slices
 		lockSQL    string
 		affected   int64
 		fnErr      error
@@ -265,29 +264,29 @@ func TestWithSessionLock(t *testing.T) {
 		discarded  bool
 		lockFailed error
 	}{
-		{name: "Wait", lockSQL: first42, affected: 1,
+		{name: "Wait", lockSQL: try42, affected: 1,
 			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock(42)"), released: 1, fnCalled: true},
 		{name: "WaitBusy", busy: true, lockSQL: sessionSliceSQL(false, "42", 1100), affected: 1,
 			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock(42)"), released: 1, fnCalled: true},
 		{name: "TryShared", opts: []advisory.Option{advisory.Try(), advisory.Shared()},
-			lockSQL: "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock_shared(42) THEN 1 ELSE 0 END)", affected: 1,
+			lockSQL: "SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_lock_shared(42) END", affected: 1,
 			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock_shared(42)"), released: 1, fnCalled: true},
 		{name: "TryBusy", opts: []advisory.Option{advisory.Try()},
 			lockSQL: try42, affected: 0, wantErr: advisory.ErrNotAcquired},
-		// A Timeout shorter than a slice bounds the first slice, which is
-		// then the whole wait.
-		{name: "Timeout", opts: []advisory.Option{advisory.Timeout(250 * time.Millisecond)},
-			lockSQL: firstSliceSQL(false, "42", 250), affected: 1,
+		// A Timeout shorter than a slice bounds the first slice after the
+		// try, which is then the whole wait.
+		{name: "Timeout", opts: []advisory.Option{advisory.Timeout(250 * time.Millisecond)}, busy: true,
+			lockSQL: sessionSliceSQL(false, "42", 250), affected: 1,
 			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock(42)"), released: 1, fnCalled: true},
 		// A slice that runs out holds nothing: the session goes back to
 		// the pool.
-		{name: "TimeoutExpires", opts: []advisory.Option{advisory.Timeout(time.Second)},
-			lockSQL:    firstSliceSQL(false, "42", 1000),
+		{name: "TimeoutExpires", opts: []advisory.Option{advisory.Timeout(time.Second)}, busy: true,
+			lockSQL:    sessionSliceSQL(false, "42", 1000),
 			lockFailed: &sqlState{"55P03", "canceling statement due to lock timeout"},
 			wantErr:    advisory.ErrLockTimeout},
-		{name: "FnFails", lockSQL: first42, affected: 1, fnErr: errWork,
+		{name: "FnFails", lockSQL: try42, affected: 1, fnErr: errWork,
 			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock(42)"), released: 1, fnCalled: true, wantErr: errWork},
-		{name: "LockLost", lockSQL: first42, affected: 1,
+		{name: "LockLost", lockSQL: try42, affected: 1,
 			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock(42)"), released: 0, fnCalled: true,
 			wantErr: advisory.ErrLockLost, discarded: true},
 	}
@@ -296,7 +295,7 @@ func TestWithSessionLock(t *testing.T) {
 			t.Parallel()
 			db, m := mock.New(t, sliceSQL)
 			if tt.busy {
-				m.ExpectExec(first42).WithoutArgs().WillReturnError(errRanOut)
+				m.ExpectExec(try42).WithoutArgs().WillReturnResult(rows(0))
 				m.ExpectQuery(waitSettingsSQL).WillReturnRows(waitSettingsRows("0", "0", "1s"))
 			}
 			e := m.ExpectExec(tt.lockSQL).WithoutArgs()
@@ -341,7 +340,7 @@ func TestWithSessionLock(t *testing.T) {
 func TestWithSessionLockStrayCancel(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, exactSQL)
-	m.ExpectExec(firstSliceSQL(false, "42", 1100)).WithoutArgs().WillReturnResult(rows(1))
+	m.ExpectExec(trySQL("pg_catalog.pg_try_advisory_lock(42)")).WithoutArgs().WillReturnResult(rows(1))
 	cancelled := &sqlState{"57014", "canceling statement due to user request"}
 	m.ExpectExec(releaseSQL("pg_catalog.pg_advisory_unlock(42)")).WithoutArgs().WillReturnError(cancelled)
 	m.ExpectExec(releaseSQL("pg_catalog.pg_advisory_unlock(42)")).WithoutArgs().WillReturnResult(rows(1))
@@ -357,7 +356,7 @@ func TestWithSessionLockStrayCancel(t *testing.T) {
 func TestWithSessionLockPanicDiscards(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, exactSQL)
-	m.ExpectExec(firstSliceSQL(false, "42", 1100)).WillReturnResult(rows(1))
+	m.ExpectExec(trySQL("pg_catalog.pg_try_advisory_lock(42)")).WillReturnResult(rows(1))
 	m.ExpectClose()
 	func() {
 		defer func() {
@@ -378,7 +377,7 @@ func TestWithSessionLockPanicDiscards(t *testing.T) {
 func TestWithSessionLockDiscardsWhenContextEndsDuringFn(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, exactSQL)
-	m.ExpectExec(firstSliceSQL(false, "42", 1100)).WillReturnResult(rows(1))
+	m.ExpectExec(trySQL("pg_catalog.pg_try_advisory_lock(42)")).WillReturnResult(rows(1))
 	m.ExpectClose() // no unlock: closing the session releases the lock for certain
 	ctx, cancel := context.WithCancel(context.Background())
 	err := advisory.WithSessionLock(ctx, db, k42, func(ctx context.Context, _ *sql.Conn) error {
@@ -402,7 +401,7 @@ func TestWithSessionLockPanicWithOpenTx(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, exactSQL)
 	m.MatchExpectationsInOrder(false)
-	m.ExpectExec(firstSliceSQL(false, "42", 1100)).WillReturnResult(rows(1))
+	m.ExpectExec(trySQL("pg_catalog.pg_try_advisory_lock(42)")).WillReturnResult(rows(1))
 	m.ExpectBegin()
 	m.ExpectExec(releaseSQL("pg_catalog.pg_advisory_unlock(42)")).WillReturnResult(rows(3)) // held, and a transaction is open
 	m.ExpectClose()
@@ -464,7 +463,7 @@ func TestWithXactLockTx(t *testing.T) {
 	t.Run("Commit", func(t *testing.T) {
 		t.Parallel()
 		tx, m := mockTx(t)
-		m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(42) THEN 1 ELSE 0 END)").WillReturnResult(rows(1))
+		m.ExpectExec("SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(42) END").WillReturnResult(rows(1))
 		m.ExpectCommit()
 		called := false
 		err := advisory.WithXactLockTx(context.Background(), tx, k42, func(context.Context, *sql.Tx) error {
@@ -509,7 +508,7 @@ func TestWithSessionLockConn(t *testing.T) {
 	t.Run("Release", func(t *testing.T) {
 		t.Parallel()
 		conn, m := mockConn(t)
-		m.ExpectExec(firstSliceSQL(true, "42", 1100)).WillReturnResult(rows(1))
+		m.ExpectExec(trySQL("pg_catalog.pg_try_advisory_lock_shared(42)")).WillReturnResult(rows(1))
 		m.ExpectExec(endSQL("pg_catalog.pg_advisory_unlock_shared(42)")).WillReturnResult(rows(1))
 		err := advisory.WithSessionLockConn(context.Background(), conn, k42, func(context.Context, *sql.Conn) error { return nil },
 			advisory.Shared())
@@ -523,7 +522,7 @@ func TestWithSessionLockConn(t *testing.T) {
 	t.Run("LockLostDiscards", func(t *testing.T) {
 		t.Parallel()
 		conn, m := mockConn(t)
-		m.ExpectExec(firstSliceSQL(false, "42", 1100)).WillReturnResult(rows(1))
+		m.ExpectExec(trySQL("pg_catalog.pg_try_advisory_lock(42)")).WillReturnResult(rows(1))
 		m.ExpectExec(endSQL("pg_catalog.pg_advisory_unlock(42)")).WillReturnResult(rows(0))
 		m.ExpectClose()
 		err := advisory.WithSessionLockConn(context.Background(), conn, k42, func(context.Context, *sql.Conn) error { return nil })
@@ -550,24 +549,34 @@ func TestWithSessionLockConn(t *testing.T) {
 	})
 }
 
+// trySQL is the try of call, a lock function call: one row when it took
+// the key, none when the key is busy, and, before call runs, an error of
+// its own on a hot standby (SQLSTATE 22023) or on a session that bears a
+// lease's mark (42704). It is the whole of an uncontended wait for one
+// key, and the first statement of a busy one.
+func trySQL(call string) string { return "SELECT 1 WHERE " + guardSQL + call + " END" }
+
+// guardSQL opens the CASE that guards a lock: on a hot standby it sets
+// lock_timeout to -1, which the server refuses (22023), and on a session
+// that bears a lease's mark it sets a setting with no such name (42704),
+// so that nothing after it runs.
+const guardSQL = "CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL " +
+	"WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE "
+
+// checkSQL is the guard as a select-list entry of a slice, right after its
+// bound: NULL, or the refusal's error before the waits run.
+const checkSQL = guardSQL + "NULL END, "
+
 // timeoutSQL is the statement that waits for lock, one or more lock
-// function calls, for at most ms milliseconds: a slice of a wait.
+// function calls, for at most ms milliseconds: a slice of a wait,
+// unguarded.
 func timeoutSQL(lock string, ms int) string {
 	return boundSQL("'"+strconv.Itoa(ms)+"'", lock)
 }
 
-// firstTimeoutSQL is the first slice of a session wait for lock, as
-// timeoutSQL is a later one: sent before the wait knows the session's
-// settings, it waits at most ms milliseconds, or less when the session's
-// lock_timeout, or nine tenths of its statement_timeout, is shorter; the
-// server works the bound out (LEAST skips a setting of 0, which is none).
-func firstTimeoutSQL(lock string, ms int) string {
-	setting := func(name, scale string) string {
-		return "NULLIF((pg_catalog.date_part('epoch', pg_catalog.current_setting('" + name + "')::pg_catalog.interval) * " + scale + ")::pg_catalog.int8, 0)"
-	}
-	return boundSQL("GREATEST(LEAST("+strconv.Itoa(ms)+", "+setting("lock_timeout", "1000")+", "+
-		setting("statement_timeout", "900")+"), 1)::pg_catalog.text", lock)
-}
+// guardedTimeoutSQL is timeoutSQL guarded: the check comes first in the
+// select list.
+func guardedTimeoutSQL(lock string, ms int) string { return timeoutSQL(checkSQL+lock, ms) }
 
 // boundSQL is the statement that waits for lock with lock_timeout set to
 // bound, an SQL expression of text, and puts the setting back.
@@ -576,23 +585,12 @@ func boundSQL(bound, lock string) string {
 		"pg_catalog.set_config('lock_timeout', " + bound + ", true), " + lock + " OFFSET 0) AS t"
 }
 
-// sliceGuardSQL ends the inner select list of a session slice: it takes
-// nothing on a hot standby or on a session that bears a lease's mark.
-const sliceGuardSQL = " WHERE NOT (pg_catalog.pg_is_in_recovery() OR COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '')"
-
 // sessionSliceSQL is a slice of a wait for an exclusive session lock, or a
 // shared one, on one key, written as its lock functions' arguments ("42"):
 // it takes the key as a transaction lock, then as a session lock, waiting
 // at most ms milliseconds.
 func sessionSliceSQL(shared bool, key string, ms int) string {
 	return sqltext.SessionSliceStmt(sqltext.Inline, sqltext.Guarded, shared, int64(ms), sliceKey(key)).Query
-}
-
-// firstSliceSQL is the first slice of a wait for a session lock on one
-// key, as for sessionSliceSQL: the statement that a wait sends first, and
-// the whole of a wait for a free key (see firstTimeoutSQL).
-func firstSliceSQL(shared bool, key string, ms int) string {
-	return sqltext.FirstSessionSliceStmt(sqltext.Inline, sqltext.Guarded, shared, int64(ms), sliceKey(key)).Query
 }
 
 // sliceKey parses a key written as its lock functions' arguments: "42" or
@@ -608,18 +606,9 @@ func sliceKey(key string) sqltext.Key {
 }
 
 // xactSliceSQL is a slice of a wait for an exclusive transaction lock on
-// one key, as for sessionSliceSQL.
+// one key, as for sessionSliceSQL, guarded.
 func xactSliceSQL(key string, ms int) string {
-	return xactTimeoutSQL("pg_catalog.pg_advisory_xact_lock("+key+")", ms)
-}
-
-// xactTimeoutSQL is a slice of a wait for transaction locks, as
-// timeoutSQL is for session locks: its bound is the refusal on a hot
-// standby or on a session that bears a lease's mark, where the value -1,
-// which lock_timeout refuses, fails the slice before it takes anything.
-func xactTimeoutSQL(lock string, ms int) string {
-	return boundSQL("CASE WHEN pg_catalog.pg_is_in_recovery() OR COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' "+
-		"THEN '-1' ELSE '"+strconv.Itoa(ms)+"' END", lock)
+	return guardedTimeoutSQL("pg_catalog.pg_advisory_xact_lock("+key+")", ms)
 }
 
 // inSavepointSQL is slice run under the wait's savepoint, in a transaction
@@ -634,9 +623,8 @@ func inSavepointSQL(again bool, slice string) string {
 }
 
 // waitSettingsSQL is the query that reads the settings that bound a wait:
-// in a session after the first slice that ran out; in a transaction, for
-// one key right after the try that found it busy, for several after the
-// first slice that ran out.
+// for one key right after the try that found it busy, for several after
+// the first slice that ran out.
 const waitSettingsSQL = "SELECT pg_catalog.current_setting('lock_timeout'), " +
 	"pg_catalog.current_setting('statement_timeout'), pg_catalog.current_setting('deadlock_timeout')"
 

@@ -26,29 +26,27 @@ func TestSessionSQL(t *testing.T) {
 		want     bool
 		wantErr  error
 	}{
-		// A wait starts with its first slice, which takes a free key as a
-		// transaction lock, then as a session lock, and is the whole of
-		// the wait.
+		// A wait for one key starts with a try, which is the whole of the
+		// wait for a free key.
 		{"Lock", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, k42) }),
-			firstTimeoutSQL(counted("SELECT pg_catalog.pg_advisory_xact_lock(k) FROM (VALUES (42)) AS k(k)")+", "+
-				counted("SELECT pg_catalog.pg_advisory_lock(k) FROM (VALUES (42)) AS k(k)")+sliceGuardSQL, 1100), 1, true, nil},
+			trySQL("pg_catalog.pg_try_advisory_lock(42)"), 1, true, nil},
 		{"LockPair", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, kPair) }),
-			firstTimeoutSQL(counted("SELECT pg_catalog.pg_advisory_xact_lock(a,b) FROM (VALUES (1,-2)) AS p(a,b)")+", "+
-				counted("SELECT pg_catalog.pg_advisory_lock(a,b) FROM (VALUES (1,-2)) AS p(a,b)")+sliceGuardSQL, 1100), 1, true, nil},
+			trySQL("pg_catalog.pg_try_advisory_lock(1,-2)"), 1, true, nil},
 		{"LockMinInt64", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, kMin) }),
-			firstSliceSQL(false, "-9223372036854775808", 1100), 1, true, nil},
+			trySQL("pg_catalog.pg_try_advisory_lock(-9223372036854775808)"), 1, true, nil},
 		{"LockShared", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.LockShared(ctx, c, k42) }),
-			firstSliceSQL(true, "42", 1100), 1, true, nil},
+			trySQL("pg_catalog.pg_try_advisory_lock_shared(42)"), 1, true, nil},
 		{"TryLockTaken", func(ctx context.Context, c *sql.Conn) (bool, error) { return advisory.TryLock(ctx, c, k42) },
-			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)", 1, true, nil},
+			"SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_lock(42) END", 1, true, nil},
 		{"TryLockBusy", func(ctx context.Context, c *sql.Conn) (bool, error) { return advisory.TryLock(ctx, c, k42) },
-			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)", 0, false, nil},
+			"SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_lock(42) END", 0, false, nil},
 		{"TryLockShared", func(ctx context.Context, c *sql.Conn) (bool, error) { return advisory.TryLockShared(ctx, c, kPair) },
-			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock_shared(1,-2) THEN 1 ELSE 0 END)", 1, true, nil},
+			"SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_lock_shared(1,-2) END", 1, true, nil},
+		// Several keys are not tried: the wait starts with a slice.
 		{"LockKeysSortedAndDeduplicated", acquired(func(ctx context.Context, c *sql.Conn) error {
 			return advisory.LockKeys(ctx, c, kPair, k42, advisory.Int64Key(-7), k42)
-		}), firstTimeoutSQL(counted("SELECT pg_catalog.pg_advisory_xact_lock(k) FROM (VALUES (-7),(42)) AS k(k) UNION ALL SELECT pg_catalog.pg_advisory_xact_lock(a,b) FROM (VALUES (1,-2)) AS p(a,b)")+", "+
-			counted("SELECT pg_catalog.pg_advisory_lock(k) FROM (VALUES (-7),(42)) AS k(k) UNION ALL SELECT pg_catalog.pg_advisory_lock(a,b) FROM (VALUES (1,-2)) AS p(a,b)")+sliceGuardSQL, 1100), 1, true, nil},
+		}), guardedTimeoutSQL(counted("SELECT pg_catalog.pg_advisory_xact_lock(k) FROM (VALUES (-7),(42)) AS k(k) UNION ALL SELECT pg_catalog.pg_advisory_xact_lock(a,b) FROM (VALUES (1,-2)) AS p(a,b)")+", "+
+			counted("SELECT pg_catalog.pg_advisory_lock(k) FROM (VALUES (-7),(42)) AS k(k) UNION ALL SELECT pg_catalog.pg_advisory_lock(a,b) FROM (VALUES (1,-2)) AS p(a,b)"), 1100), 1, true, nil},
 		{"Unlock", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.Unlock(ctx, c, k42) }),
 			"SELECT 1 WHERE pg_catalog.pg_advisory_unlock(42)", 1, true, nil},
 		{"UnlockShared", acquired(func(ctx context.Context, c *sql.Conn) error { return advisory.UnlockShared(ctx, c, kPair) }),
@@ -95,7 +93,7 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 	tests := []struct {
 		name    string
 		call    func(context.Context, *sql.Conn) error
-		first   string // a first slice that runs out; the wait then reads the settings
+		try     string // a try that finds the key busy; the wait then reads the settings
 		sql     string
 		result  sql.Result
 		err     error
@@ -108,7 +106,7 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 			// session lock, before it returned.
 			name:    "StatementTimeoutRacesTheGrant",
 			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, k42) },
-			first:   firstSliceSQL(false, "42", 1100),
+			try:     trySQL("pg_catalog.pg_try_advisory_lock(42)"),
 			sql:     sessionSliceSQL(false, "42", 1100),
 			err:     &sqlState{"57014", "canceling statement due to statement timeout"},
 			wantErr: []error{advisory.ErrLockTimeout},
@@ -117,7 +115,7 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 		{
 			name:    "Deadlock",
 			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.LockShared(ctx, c, k42) },
-			first:   firstSliceSQL(true, "42", 1100),
+			try:     trySQL("pg_catalog.pg_try_advisory_lock_shared(42)"),
 			sql:     sessionSliceSQL(true, "42", 1100),
 			err:     &sqlState{"40P01", "deadlock detected"},
 			wantErr: []error{advisory.ErrDeadlock},
@@ -135,7 +133,7 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 		{
 			name:    "SuccessAfterContextEnded",
 			call:    func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, k42) },
-			sql:     firstSliceSQL(false, "42", 1100),
+			sql:     trySQL("pg_catalog.pg_try_advisory_lock(42)"),
 			result:  rows(1),
 			cancel:  true,
 			wantErr: []error{context.Canceled},
@@ -146,7 +144,7 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 				_, err := advisory.TryLock(ctx, c, k42)
 				return err
 			},
-			sql:     "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)",
+			sql:     "SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_lock(42) END",
 			result:  rows(0),
 			cancel:  true,
 			wantErr: []error{context.Canceled},
@@ -201,8 +199,8 @@ func TestSessionDiscardsOnDoubt(t *testing.T) {
 			if tt.cancel {
 				ctx = endedAsCallReturns{ctx}
 			}
-			if tt.first != "" {
-				m.ExpectExec(tt.first).WithoutArgs().WillReturnError(errRanOut)
+			if tt.try != "" {
+				m.ExpectExec(tt.try).WithoutArgs().WillReturnResult(rows(0))
 				m.ExpectQuery(waitSettingsSQL).WillReturnRows(waitSettingsRows("0", "0", "1s"))
 			}
 			e := m.ExpectExec(tt.sql).WithoutArgs()
@@ -294,15 +292,15 @@ func TestLongKeyListsStayShortInErrors(t *testing.T) {
 
 // sqlForKeys is the statement LockKeys sends first for sorted bigint keys:
 // the first slice of its wait, which takes them as transaction locks, then
-// as session locks, bounded by the session's own settings as well.
+// as session locks.
 func sqlForKeys(keys ...advisory.Key) string {
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = "(" + k.String() + ")"
 	}
 	values := " FROM (VALUES " + strings.Join(parts, ",") + ") AS k(k)"
-	return firstTimeoutSQL(counted("SELECT pg_catalog.pg_advisory_xact_lock(k)"+values)+", "+
-		counted("SELECT pg_catalog.pg_advisory_lock(k)"+values)+sliceGuardSQL, 1100)
+	return guardedTimeoutSQL(counted("SELECT pg_catalog.pg_advisory_xact_lock(k)"+values)+", "+
+		counted("SELECT pg_catalog.pg_advisory_lock(k)"+values), 1100)
 }
 
 // counted is the select-list entry of a slice that takes several keys with

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,12 +17,10 @@ import (
 // Unit tests of a wait for a busy key, which runs in slices: statements
 // that each wait at most about a second under lock_timeout, so that none
 // holds a snapshot for longer. A slice is 1100 ms by default; one that
-// runs out fails with SQLSTATE 55P03, and the wait goes on. A wait for
-// session locks starts with its first slice, which the server bounds by
-// the session's own lock_timeout and statement_timeout as well, and reads
-// the settings after that slice ran out. A wait for one transaction lock
-// reads them right after the try that found the key busy; a wait for
-// several runs its first slice blind and reads them after it ran out.
+// runs out fails with SQLSTATE 55P03, and the wait goes on. A wait for one
+// key, in a session as in a transaction, reads the session's settings
+// right after the try that found it busy; a wait for several runs its
+// first slice blind and reads them after the first slice that ran out.
 
 // errRanOut is how the server fails a slice that ran out.
 var errRanOut = &sqlState{"55P03", "canceling statement due to lock timeout"}
@@ -36,13 +35,15 @@ func TestLockWaitsInSlices(t *testing.T) {
 	tests := []struct {
 		name   string
 		call   func(context.Context, *sql.Conn) error
+		try    string // the try sent first, which finds the key busy; "" for none
 		shared bool
 		keys   []sqltext.Key
 	}{
 		{name: "Lock", call: func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, k42) },
-			keys: []sqltext.Key{sqltext.KeyOf(k42)}},
+			try: sqltext.TryLock(sqltext.Guarded, false, false, sqltext.KeyOf(k42)), keys: []sqltext.Key{sqltext.KeyOf(k42)}},
 		{name: "LockShared", call: func(ctx context.Context, c *sql.Conn) error { return advisory.LockShared(ctx, c, kPair) },
-			shared: true, keys: []sqltext.Key{sqltext.KeyOf(kPair)}},
+			try: sqltext.TryLock(sqltext.Guarded, false, true, sqltext.KeyOf(kPair)), shared: true, keys: []sqltext.Key{sqltext.KeyOf(kPair)}},
+		// Several keys are not tried: the wait starts with a slice.
 		{name: "LockKeys", call: func(ctx context.Context, c *sql.Conn) error { return advisory.LockKeys(ctx, c, k2, k1) },
 			keys: []sqltext.Key{sqltext.KeyOf(k1), sqltext.KeyOf(k2)}},
 	}
@@ -50,10 +51,14 @@ func TestLockWaitsInSlices(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			conn, m := mockConn(t)
-			// No try: the first slice is the first statement, for one key
-			// as for several, and the settings come after it ran out.
-			m.ExpectExec(sqltext.FirstSessionSlice(sqltext.Guarded, tt.shared, 1100, tt.keys...)).WithoutArgs().WillReturnError(errRanOut)
-			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+			if tt.try != "" {
+				m.ExpectExec(tt.try).WithoutArgs().WillReturnResult(rows(0))
+				m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+			}
+			m.ExpectExec(sqltext.SessionSlice(sqltext.Guarded, tt.shared, 1100, tt.keys...)).WithoutArgs().WillReturnError(errRanOut)
+			if tt.try == "" {
+				m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+			}
 			m.ExpectExec(sqltext.SessionSlice(sqltext.Guarded, tt.shared, 1100, tt.keys...)).WithoutArgs().WillReturnResult(rows(1))
 			if err := tt.call(context.Background(), conn); err != nil {
 				t.Fatalf("got %v; want nil once the second slice takes the lock", err)
@@ -171,9 +176,9 @@ func TestWaitTimeoutRunsOut(t *testing.T) {
 		call   func(ctx context.Context, db *sql.DB, called *bool) error
 	}{
 		{name: "WithSessionLock", expect: func(m sqlmock.Sqlmock) {
-			// The settings are never read: the wait ends with its first
-			// slice.
-			m.ExpectExec(sqltext.FirstSessionSlice(sqltext.Guarded, false, 150, key)).WithoutArgs().WillReturnError(errRanOut)
+			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, false, false, key)).WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+			m.ExpectExec(sqltext.SessionSlice(sqltext.Guarded, false, 150, key)).WithoutArgs().WillReturnError(errRanOut)
 		}, call: func(ctx context.Context, db *sql.DB, called *bool) error {
 			return advisory.WithSessionLock(ctx, db, k42, func(context.Context, *sql.Conn) error { *called = true; return nil }, timeout)
 		}},
@@ -232,40 +237,39 @@ func TestWaitRunsOutKeepsTheSession(t *testing.T) {
 	tests := []struct {
 		name      string
 		settings  *sqlmock.Rows
-		firstWait time.Duration // how long the server's bound lets the first slice wait
-		lastMS    int           // the slice sent after the settings; 0 for none
-		wantMsg   string
+		slices    []int         // the slices sent after the settings, each of which runs out
+		firstWait time.Duration // how long the server lets the first of them wait
 	}{
-		// A lock_timeout shorter than a slice bounds the first slice,
-		// which is then the whole wait: once the settings show it has
-		// passed, nothing more is sent.
-		{name: "LockTimeoutBoundsTheFirstSlice", settings: waitSettingsRows("100ms", "0", "1s"), firstWait: 100 * time.Millisecond,
-			wantMsg: "advisory: lock 42: lock wait timed out: the session's lock_timeout ran out: driver: canceling statement due to lock timeout (SQLSTATE 55P03)"},
+		// The settings come before the first slice, which waits for what
+		// is left of the session's lock_timeout, shorter than a slice:
+		// the last.
+		{name: "LockTimeoutBoundsTheFirstSlice", settings: waitSettingsRows("100ms", "0", "1s"), slices: []int{100}},
 		// The first slice waits nine tenths of the statement_timeout, and
 		// the slice after it what is left: the last, whose running out
 		// ends the wait with the driver's error.
-		{name: "StatementTimeoutBoundsTheLastSlice", settings: waitSettingsRows("0", "500ms", "1s"), firstWait: 450 * time.Millisecond, lastMS: 50,
-			wantMsg: "advisory: lock 42: lock wait timed out: driver: canceling statement due to lock timeout (SQLSTATE 55P03)"},
+		{name: "StatementTimeoutBoundsTheLastSlice", settings: waitSettingsRows("0", "500ms", "1s"), slices: []int{450, 50},
+			firstWait: 450 * time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			conn, m := mockConn(t, sliceSQL)
-			m.ExpectExec(sqltext.FirstSessionSlice(sqltext.Guarded, false, 1100, key)).WithoutArgs().
-				WillDelayFor(tt.firstWait).WillReturnError(errRanOut)
+			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, false, false, key)).WithoutArgs().WillReturnResult(rows(0))
 			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(tt.settings)
-			if tt.lastMS > 0 {
-				m.ExpectExec(sqltext.SessionSlice(sqltext.Guarded, false, int64(tt.lastMS), key)).WithoutArgs().WillReturnError(errRanOut)
+			for i, ms := range tt.slices {
+				e := m.ExpectExec(sqltext.SessionSlice(sqltext.Guarded, false, int64(ms), key)).WithoutArgs()
+				if i == 0 {
+					e.WillDelayFor(tt.firstWait)
+				}
+				e.WillReturnError(errRanOut)
 			}
 			err := advisory.Lock(context.Background(), conn, k42)
-			if !errors.Is(err, advisory.ErrLockTimeout) {
-				t.Fatalf("got %v; want ErrLockTimeout", err)
+			if !errors.Is(err, advisory.ErrLockTimeout) || !errors.Is(err, errRanOut) {
+				t.Fatalf("got %v; want ErrLockTimeout, with the driver's error", err)
 			}
-			if tt.lastMS > 0 && !errors.Is(err, errRanOut) {
-				t.Errorf("error %q hides the driver's error", err)
-			}
-			if err.Error() != tt.wantMsg {
-				t.Errorf("message\n got %q\nwant %q", err, tt.wantMsg)
+			const want = "advisory: lock 42: lock wait timed out: driver: canceling statement due to lock timeout (SQLSTATE 55P03)"
+			if err.Error() != want {
+				t.Errorf("message\n got %q\nwant %q", err, want)
 			}
 			if err := conn.PingContext(context.Background()); err != nil {
 				t.Fatalf("conn discarded after a wait that ran out: %v", err)
@@ -274,19 +278,19 @@ func TestWaitRunsOutKeepsTheSession(t *testing.T) {
 	}
 }
 
-// TestWaitCancelledDuringSliceDiscards: a slice that ctx ends may have
-// been granted as it ended, so the session is discarded: the first slice,
-// which is most of the waits for a key that comes free within a second,
-// or one after the settings.
+// TestWaitCancelledDuringSliceDiscards: a statement of a wait that ctx
+// ends may have been granted as it ended, so the session is discarded: the
+// try, which is the whole of a wait for a free key, or a slice after the
+// settings.
 func TestWaitCancelledDuringSliceDiscards(t *testing.T) {
 	t.Parallel()
 	key := sqltext.KeyOf(k42)
-	first := sqltext.FirstSessionSlice(sqltext.Guarded, false, 1100, key)
+	try := sqltext.TryLock(sqltext.Guarded, false, false, key)
 	tests := []struct {
 		name  string
-		slice string // the slice that ctx ends
+		slice string // the statement that ctx ends
 	}{
-		{"FirstSlice", first},
+		{"Try", try},
 		{"AfterTheSettings", sqltext.SessionSlice(sqltext.Guarded, false, 1100, key)},
 	}
 	for _, tt := range tests {
@@ -304,8 +308,8 @@ func TestWaitCancelledDuringSliceDiscards(t *testing.T) {
 				return sqlmock.QueryMatcherEqual.Match(expected, actual)
 			})
 			conn, m := mockConn(t, mock.QueryMatcher(cancelAtSlice))
-			if tt.slice != first {
-				m.ExpectExec(first).WithoutArgs().WillReturnError(errRanOut)
+			if tt.slice != try {
+				m.ExpectExec(try).WithoutArgs().WillReturnResult(rows(0))
 				m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
 			}
 			m.ExpectExec(tt.slice).WithoutArgs().WillDelayFor(time.Minute).WillReturnResult(rows(1))
@@ -321,45 +325,197 @@ func TestWaitCancelledDuringSliceDiscards(t *testing.T) {
 	}
 }
 
-// TestSessionWaitRefused: a slice that takes nothing and affects no row
-// was refused, on a hot standby or on a session that bears another
-// lease's mark; one more statement tells which. The wait ends holding
-// nothing, and the session is kept.
+// refusals are the server's answers to a lock statement that refused, on
+// a hot standby or on a session that bears another lease's mark, and the
+// error each becomes.
+var refusals = []struct {
+	name    string
+	err     error // the server's
+	wantErr error
+}{
+	{"Standby", mock.ServerError(sqltext.StandbyState), advisory.ErrStandby},
+	{"SharedSession", mock.ServerError(sqltext.SharedState), advisory.ErrSharedSession},
+}
+
+// checkRefused fails t unless err is the refusal want, with the package's
+// prefix, not a wrapped server error: the SQLSTATE is the check's device.
+func checkRefused(t *testing.T, err, want, server error) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Fatalf("got %v; want %v", err, want)
+	}
+	if errors.Is(err, server) {
+		t.Errorf("error %q wraps the server's refusal, which is no news to the caller", err)
+	}
+	if !strings.HasPrefix(err.Error(), "advisory: ") {
+		t.Errorf("message %q lacks the package prefix", err)
+	}
+}
+
+// TestTryRefused: a try that the server refuses (the check raised the
+// refusal's SQLSTATE before the lock function ran) returns ErrStandby or
+// ErrSharedSession, for a try and for the try that starts a wait, in a
+// session as in a transaction, and nothing more is sent.
+func TestTryRefused(t *testing.T) {
+	t.Parallel()
+	key := sqltext.KeyOf(k42)
+	sessionCalls := []struct {
+		name string
+		call func(context.Context, *sql.Conn) error
+	}{
+		{"Lock", func(ctx context.Context, c *sql.Conn) error { return advisory.Lock(ctx, c, k42) }},
+		{"TryLock", func(ctx context.Context, c *sql.Conn) error { _, err := advisory.TryLock(ctx, c, k42); return err }},
+	}
+	xactCalls := []struct {
+		name string
+		call func(context.Context, *sql.Tx) error
+	}{
+		{"XactLock", func(ctx context.Context, tx *sql.Tx) error { return advisory.XactLock(ctx, tx, k42) }},
+		{"TryXactLock", func(ctx context.Context, tx *sql.Tx) error { _, err := advisory.TryXactLock(ctx, tx, k42); return err }},
+	}
+	for _, r := range refusals {
+		for _, c := range sessionCalls {
+			t.Run(c.name+r.name, func(t *testing.T) {
+				t.Parallel()
+				conn, m := mockConn(t)
+				m.ExpectExec(sqltext.TryLock(sqltext.Guarded, false, false, key)).WithoutArgs().WillReturnError(r.err)
+				checkRefused(t, c.call(context.Background(), conn), r.wantErr, r.err)
+			})
+		}
+		for _, c := range xactCalls {
+			t.Run(c.name+r.name, func(t *testing.T) {
+				t.Parallel()
+				tx, m := mockTx(t)
+				m.ExpectExec(sqltext.TryLock(sqltext.Guarded, true, false, key)).WithoutArgs().WillReturnError(r.err)
+				m.ExpectRollback()
+				checkRefused(t, c.call(context.Background(), tx), r.wantErr, r.err)
+			})
+		}
+	}
+}
+
+// TestScopeTryRefused: a scope whose try the server refuses returns the
+// refusal and never calls fn; a transaction scope rolls back.
+func TestScopeTryRefused(t *testing.T) {
+	t.Parallel()
+	key := sqltext.KeyOf(k42)
+	for _, r := range refusals {
+		t.Run("WithSessionLock"+r.name, func(t *testing.T) {
+			t.Parallel()
+			db, m := mock.New(t, exactSQL)
+			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, false, false, key)).WithoutArgs().WillReturnError(r.err)
+			err := advisory.WithSessionLock(context.Background(), db, k42, func(context.Context, *sql.Conn) error {
+				t.Error("fn called under a refused lock")
+				return nil
+			})
+			checkRefused(t, err, r.wantErr, r.err)
+		})
+		t.Run("WithXactLock"+r.name, func(t *testing.T) {
+			t.Parallel()
+			db, m := mock.New(t, exactSQL)
+			m.ExpectBegin()
+			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, true, false, key)).WithoutArgs().WillReturnError(r.err)
+			m.ExpectRollback()
+			err := advisory.WithXactLock(context.Background(), db, k42, func(context.Context, *sql.Tx) error {
+				t.Error("fn called under a refused lock")
+				return nil
+			})
+			checkRefused(t, err, r.wantErr, r.err)
+		})
+	}
+}
+
+// TestSessionWaitRefused: a slice that the server refuses (its check, the
+// select-list entry after its bound, raised the refusal's SQLSTATE before
+// the waits ran) ends the wait with ErrStandby or ErrSharedSession, and
+// nothing more is sent: a slice after the try that found the key busy and
+// the settings, or the first slice of a wait for several keys.
 func TestSessionWaitRefused(t *testing.T) {
 	t.Parallel()
 	key := sqltext.KeyOf(k42)
-	tests := []struct {
-		name    string
-		why     int64 // Refusal's answer
-		wantErr error
-	}{
-		{"Standby", sqltext.TryStandby, advisory.ErrStandby},
-		{"SharedSession", sqltext.TryShared, advisory.ErrSharedSession},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+	keys := []sqltext.Key{sqltext.KeyOf(advisory.Int64Key(1)), sqltext.KeyOf(advisory.Int64Key(2))}
+	for _, r := range refusals {
+		t.Run("Lock"+r.name, func(t *testing.T) {
 			t.Parallel()
 			conn, m := mockConn(t)
-			m.ExpectExec(sqltext.FirstSessionSlice(sqltext.Guarded, false, 1100, key)).WithoutArgs().WillReturnResult(rows(0))
-			m.ExpectQuery(sqltext.Refusal).WillReturnRows(sqlmock.NewRows([]string{"why"}).AddRow(tt.why))
-			err := advisory.Lock(context.Background(), conn, k42)
-			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("got %v; want %v", err, tt.wantErr)
+			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, false, false, key)).WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+			m.ExpectExec(sqltext.SessionSlice(sqltext.Guarded, false, 1100, key)).WithoutArgs().WillReturnError(r.err)
+			checkRefused(t, advisory.Lock(context.Background(), conn, k42), r.wantErr, r.err)
+		})
+		t.Run("LockKeys"+r.name, func(t *testing.T) {
+			t.Parallel()
+			conn, m := mockConn(t)
+			m.ExpectExec(sqltext.SessionSlice(sqltext.Guarded, false, 1100, keys...)).WithoutArgs().WillReturnError(r.err)
+			err := advisory.LockKeys(context.Background(), conn, advisory.Int64Key(2), advisory.Int64Key(1))
+			checkRefused(t, err, r.wantErr, r.err)
+		})
+	}
+}
+
+// TestXactWaitRefused: a guarded transaction slice that the server refuses
+// took nothing. In a transaction of the caller's, the wait rolls back to
+// its savepoint and releases it (LeaveWaitSavepoint), which leaves the
+// transaction as it was, usable; in a transaction scope's own, it rolls
+// back and begins the next transaction, and the scope rolls that back.
+// Either way the wait returns the refusal.
+func TestXactWaitRefused(t *testing.T) {
+	t.Parallel()
+	key := sqltext.KeyOf(k42)
+	keys := []sqltext.Key{sqltext.KeyOf(advisory.Int64Key(1)), sqltext.KeyOf(advisory.Int64Key(2))}
+	for _, r := range refusals {
+		t.Run("XactLock"+r.name, func(t *testing.T) {
+			t.Parallel()
+			tx, m := mockTx(t)
+			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, true, false, key)).WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+			m.ExpectExec(sqltext.InSavepoint(false, sqltext.GuardedXactSlice(sqltext.Guarded, false, 1100, key))).WithoutArgs().WillReturnError(r.err)
+			m.ExpectExec(sqltext.LeaveWaitSavepoint).WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectExec("UPDATE jobs SET done = true").WillReturnResult(rows(1))
+			m.ExpectCommit()
+			checkRefused(t, advisory.XactLock(context.Background(), tx, k42), r.wantErr, r.err)
+			// The caller's transaction is as it was before the wait.
+			if _, err := tx.ExecContext(context.Background(), "UPDATE jobs SET done = true"); err != nil {
+				t.Fatalf("the transaction after a refused slice: %v", err)
 			}
-			if err := conn.PingContext(context.Background()); err != nil {
-				t.Fatalf("conn discarded after a refusal that took nothing: %v", err)
+			if err := tx.Commit(); err != nil {
+				t.Fatalf("commit after a refused slice: %v", err)
 			}
+		})
+		t.Run("XactLockKeys"+r.name, func(t *testing.T) {
+			t.Parallel()
+			tx, m := mockTx(t)
+			m.ExpectExec(sqltext.InSavepoint(false, sqltext.GuardedXactSlice(sqltext.Guarded, false, 1100, keys...))).WithoutArgs().WillReturnError(r.err)
+			m.ExpectExec(sqltext.LeaveWaitSavepoint).WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectRollback()
+			err := advisory.XactLockKeys(context.Background(), tx, advisory.Int64Key(2), advisory.Int64Key(1))
+			checkRefused(t, err, r.wantErr, r.err)
+		})
+		t.Run("WithXactLock"+r.name, func(t *testing.T) {
+			t.Parallel()
+			db, m := mock.New(t, exactSQL)
+			m.ExpectBegin()
+			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, true, false, key)).WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+			m.ExpectExec("ROLLBACK; BEGIN; " + sqltext.GuardedXactSlice(sqltext.Guarded, false, 1100, key)).WithoutArgs().WillReturnError(r.err)
+			m.ExpectExec("ROLLBACK; BEGIN").WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectRollback()
+			err := advisory.WithXactLock(context.Background(), db, k42, func(context.Context, *sql.Tx) error {
+				t.Error("fn called under a refused lock")
+				return nil
+			})
+			checkRefused(t, err, r.wantErr, r.err)
 		})
 	}
 }
 
 // TestSliceSQL checks the matcher the tests of timed slices use: exact,
 // but for a slice's lock_timeout, which may fall short by less than
-// sliceSlack, in a later slice's literal as in the first slice's bound
-// and a transaction's slice.
+// sliceSlack, in a session's slice as in a transaction's, and not for the
+// -1 of the check that follows it.
 func TestSliceSQL(t *testing.T) {
 	t.Parallel()
-	slice, first, xact := sessionSliceSQL(false, "42", 1000), firstSliceSQL(false, "42", 1000), xactSliceSQL("42", 1000)
+	slice, xact := sessionSliceSQL(false, "42", 1000), xactSliceSQL("42", 1000)
 	tests := []struct {
 		name         string
 		want, actual string
@@ -370,13 +526,9 @@ func TestSliceSQL(t *testing.T) {
 		{"ShortBySlack", slice, sessionSliceSQL(false, "42", 1000-sliceSlack), false},
 		{"Longer", slice, sessionSliceSQL(false, "42", 1001), false},
 		{"OtherKey", slice, sessionSliceSQL(false, "43", 1000), false},
-		{"OtherStatement", slice, "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)", false},
-		{"FirstSame", first, first, true},
-		{"FirstJustShort", first, firstSliceSQL(false, "42", 999), true},
-		{"FirstShortBySlack", first, firstSliceSQL(false, "42", 1000-sliceSlack), false},
-		{"FirstLonger", first, firstSliceSQL(false, "42", 1001), false},
-		{"FirstForALaterSlice", first, slice, false},
-		{"LaterForTheFirstSlice", slice, first, false},
+		{"OtherStatement", slice, "SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_lock(42) END", false},
+		{"OtherCheck", slice, strings.Replace(slice, "'-1'", "'-2'", 1), false},
+		{"XactForASessionSlice", xact, slice, false},
 		{"XactJustShort", xact, xactSliceSQL("42", 999), true},
 		{"XactShortBySlack", xact, xactSliceSQL("42", 1000-sliceSlack), false},
 		{"XactLonger", xact, xactSliceSQL("42", 1001), false},

@@ -20,21 +20,21 @@ func TestXactSQL(t *testing.T) {
 		want     bool
 	}{
 		{"XactLock", xactAcquired(func(ctx context.Context, tx *sql.Tx) error { return advisory.XactLock(ctx, tx, k42) }),
-			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(42) THEN 1 ELSE 0 END)", 1, true},
+			"SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(42) END", 1, true},
 		{"XactLockPair", xactAcquired(func(ctx context.Context, tx *sql.Tx) error { return advisory.XactLock(ctx, tx, kPair) }),
-			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(1,-2) THEN 1 ELSE 0 END)", 1, true},
+			"SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(1,-2) END", 1, true},
 		{"XactLockShared", xactAcquired(func(ctx context.Context, tx *sql.Tx) error { return advisory.XactLockShared(ctx, tx, k42) }),
-			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock_shared(42) THEN 1 ELSE 0 END)", 1, true},
+			"SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock_shared(42) END", 1, true},
 		{"TryXactLockTaken", func(ctx context.Context, tx *sql.Tx) (bool, error) { return advisory.TryXactLock(ctx, tx, k42) },
-			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(42) THEN 1 ELSE 0 END)", 1, true},
+			"SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(42) END", 1, true},
 		{"TryXactLockBusy", func(ctx context.Context, tx *sql.Tx) (bool, error) { return advisory.TryXactLock(ctx, tx, k42) },
-			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(42) THEN 1 ELSE 0 END)", 0, false},
+			"SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(42) END", 0, false},
 		{"TryXactLockShared", func(ctx context.Context, tx *sql.Tx) (bool, error) {
 			return advisory.TryXactLockShared(ctx, tx, kPair)
-		}, "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock_shared(1,-2) THEN 1 ELSE 0 END)", 1, true},
+		}, "SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock_shared(1,-2) END", 1, true},
 		{"XactLockKeys", xactAcquired(func(ctx context.Context, tx *sql.Tx) error {
 			return advisory.XactLockKeys(ctx, tx, k42, kPair, k42, kMin)
-		}), inSavepointSQL(false, xactTimeoutSQL(counted("SELECT pg_catalog.pg_advisory_xact_lock(k) FROM (VALUES (-9223372036854775808),(42)) AS k(k) "+
+		}), inSavepointSQL(false, guardedTimeoutSQL(counted("SELECT pg_catalog.pg_advisory_xact_lock(k) FROM (VALUES (-9223372036854775808),(42)) AS k(k) "+
 			"UNION ALL SELECT pg_catalog.pg_advisory_xact_lock(a,b) FROM (VALUES (1,-2)) AS p(a,b)"), 1100)), 1, true},
 	}
 	for _, tt := range tests {
@@ -78,7 +78,7 @@ func TestXactErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			tx, m := mockTx(t, sliceSQL)
-			m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(42) THEN 1 ELSE 0 END)").WillReturnResult(rows(0))
+			m.ExpectExec("SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(42) END").WillReturnResult(rows(0))
 			ranOut := tt.err.(*sqlState).code == "55P03"
 			if ranOut {
 				// The session's lock_timeout bounds the wait: its only
@@ -138,7 +138,7 @@ func TestXactLockRunsOutLeavesSavepoint(t *testing.T) {
 func TestXactSuccessAfterContextEnded(t *testing.T) {
 	t.Parallel()
 	tx, m := mockTx(t)
-	m.ExpectExec("SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(42) THEN 1 ELSE 0 END)").WillReturnResult(rows(1))
+	m.ExpectExec("SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(42) END").WillReturnResult(rows(1))
 	m.ExpectRollback()
 	err := advisory.XactLock(endedAsCallReturns{context.Background()}, tx, k42)
 	if !errors.Is(err, context.Canceled) {

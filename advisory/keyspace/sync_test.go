@@ -19,7 +19,7 @@ import (
 
 // The statements Sync sends for the default table.
 const (
-	syncLock   = "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(-2147483648,1) THEN 1 ELSE 0 END)"
+	syncLock   = "SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(-2147483648,1) END"
 	syncCreate = `CREATE TABLE IF NOT EXISTS "pgadvisory"."namespaces" (id integer PRIMARY KEY, ` +
 		`name pg_catalog.text NOT NULL UNIQUE CHECK (name <> ''), owner pg_catalog.text NOT NULL DEFAULT '', ` +
 		`doc pg_catalog.text NOT NULL DEFAULT '', registered_by pg_catalog.text NOT NULL DEFAULT '', ` +

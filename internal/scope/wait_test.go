@@ -248,6 +248,11 @@ func TestWaitInSlices(t *testing.T) {
 			wantCalls: []string{"slice"}, wantErr: []error{ErrDeadlock, deadlock}, wantDoubt: true},
 		{name: "DeadlockAfterRunningOut", w: fakeWait{errs: []error{ranOut, deadlock}, s: defaults},
 			wantCalls: []string{"slice", "settings", "slice"}, wantErr: []error{ErrDeadlock, deadlock}, wantDoubt: true},
+		// A slice that refused took nothing (see xacttake.go): the wait
+		// ends with the refusal, the session not in doubt.
+		{name: "Refused", w: fakeWait{errs: []error{ranOut, refusedError{FailKind("lock", "42", ErrStandby, nil)}}, s: defaults},
+			wantCalls: []string{"slice", "settings", "slice"}, wantErr: []error{ErrStandby},
+			wantMsg: "advisory: lock 42: the server is a hot standby, where advisory locks coordinate nothing with the primary"},
 		{name: "Cancelled", w: fakeWait{errs: []error{context.Canceled}}, cancel: true,
 			wantCalls: []string{"slice"}, wantErr: []error{context.Canceled}, wantDoubt: true},
 		// A slice that ran out as ctx ended may have had a cancel land

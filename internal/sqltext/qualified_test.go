@@ -66,7 +66,7 @@ var builders = []struct {
 	}},
 	{"Unlock", func(v variant) string { return sqltext.Unlock(v.shared, v.keys...) }},
 	{"UnlockStmt", func(v variant) string { return sqltext.UnlockStmt(v.form, v.shared, v.keys[0]).Query }},
-	{"EndScope", func(v variant) string { return sqltext.EndScope(v.shared, v.second, v.keys[0]) }},
+	{"EndScope", func(v variant) string { return sqltext.EndScope(v.shared, v.second, v.keys[0], 8177) }},
 	{"UnlockAll", func(variant) string { return sqltext.UnlockAll }},
 	{"Holds", func(v variant) string { return sqltext.Holds(4242, v.shared, v.keys[0], 8177) }},
 	{"LeaseStart", func(v variant) string { return sqltext.LeaseStart(v.form, v.shared, v.keys[0], v.second).Query }},
@@ -86,9 +86,6 @@ var builders = []struct {
 	{"SlotRing", func(v variant) string { return sqltext.SlotRing(v.form, v.keys[0], 3).Query }},
 	{"WaitSettings", func(variant) string { return sqltext.WaitSettings }},
 	{"SessionSlice", func(v variant) string { return sqltext.SessionSlice(v.guard(), v.shared, 1000, v.keys...) }},
-	{"FirstSessionSlice", func(v variant) string {
-		return sqltext.FirstSessionSlice(v.guard(), v.shared, 1100, v.keys...)
-	}},
 	{"XactSlice", func(v variant) string { return sqltext.XactSlice(v.shared, 1000, v.keys...) }},
 	{"InSavepoint", func(v variant) string {
 		return sqltext.InSavepoint(v.second, sqltext.SessionSlice(sqltext.Guarded, v.shared, 5, v.keys...))
@@ -101,15 +98,11 @@ var builders = []struct {
 	{"SessionSliceStmt", func(v variant) string {
 		return sqltext.SessionSliceStmt(v.form, v.guard(), v.shared, 1000, v.keys[0]).Query
 	}},
-	{"FirstSessionSliceStmt", func(v variant) string {
-		return sqltext.FirstSessionSliceStmt(v.form, v.guard(), v.shared, 1100, v.keys[0]).Query
-	}},
 	{"GuardedXactSlice", func(v variant) string { return sqltext.GuardedXactSlice(v.guard(), v.shared, 1000, v.keys...) }},
 	{"EndRefusedSlice", func(v variant) string {
 		return sqltext.EndRefusedSlice(v.second, "BEGIN ISOLATION LEVEL REPEATABLE READ")
 	}},
 	{"XactSliceStmt", func(v variant) string { return sqltext.XactSliceStmt(v.form, v.shared, 1000, v.keys[0]).Query }},
-	{"Refusal", func(variant) string { return sqltext.Refusal }},
 	{"ClearMark", func(variant) string { return "SELECT " + sqltext.ClearMark }},
 	{"CreateSchema", func(variant) string { return sqltext.CreateSchema }},
 	{"SchemaExists", func(variant) string { return sqltext.SchemaExists }},
@@ -125,7 +118,7 @@ var builders = []struct {
 var notStatements = []string{
 	"Form", "Inline", "Params", "Stmt", "Plain", "Key", "Keyer", "KeyOf", "KeysOf", "KeyFromTag",
 	"Schema", "FencingSequence", "LegacyFencingSequence", "WaitSavepoint",
-	"Guard", "Guarded", "OwnMark", "TryBusy", "TryTaken", "TryStandby", "TryShared", "RefusedSlice",
+	"Guard", "Guarded", "OwnMark", "StandbyState", "SharedState",
 	"HoldsElsewhere", "EndNotHeld", "EndReleased", "EndEnded", "EndTxOpen",
 	"SlotBusy", "SlotStandby", "SlotShared",
 }

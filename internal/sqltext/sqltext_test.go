@@ -22,16 +22,21 @@ func TestStatements(t *testing.T) {
 				"UNION ALL SELECT pg_catalog.pg_advisory_lock(a,b) FROM (VALUES (-2147483648,7)) AS p(a,b)"},
 		{"LockManyPairsOnly", sqltext.Lock(true, false, pair, pair),
 			"SELECT pg_catalog.pg_advisory_xact_lock(a,b) FROM (VALUES (-2147483648,7),(-2147483648,7)) AS p(a,b)"},
-		{"TryLock", sqltext.TryLock(sqltext.Guarded, true, false, big), "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock(-9223372036854775808) THEN 1 ELSE 0 END)"},
+		{"TryLock", sqltext.TryLock(sqltext.Guarded, true, false, big), "SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL " +
+			"WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL " +
+			"ELSE pg_catalog.pg_try_advisory_xact_lock(-9223372036854775808) END"},
+		{"TryLockOwnMark", sqltext.TryLock(sqltext.OwnMark, false, true, pair),
+			"SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL " +
+				"ELSE pg_catalog.pg_try_advisory_lock_shared(-2147483648,7) END"},
 		{"Unlock", sqltext.Unlock(true, pair), "SELECT 1 WHERE pg_catalog.pg_advisory_unlock_shared(-2147483648,7)"},
 		{"UnlockMany", sqltext.Unlock(false, big, pair),
 			"SELECT 1 FROM (VALUES (-9223372036854775808)) AS k(k) WHERE pg_catalog.pg_advisory_unlock(k) " +
 				"UNION ALL SELECT 1 FROM (VALUES (-2147483648,7)) AS p(a,b) WHERE pg_catalog.pg_advisory_unlock(a,b)"},
-		{"EndScopeAll", sqltext.EndScope(false, true, big),
+		{"EndScopeAll", sqltext.EndScope(false, true, big, 0),
 			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN CASE WHEN pg_catalog.pg_advisory_unlock(-9223372036854775808) THEN pg_catalog.pg_advisory_unlock_all() IS NOT NULL ELSE false END THEN 1 ELSE 0 END + " +
 				"CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 2 END + " +
 				"pg_catalog.length(pg_catalog.set_config('pgadvisory.lease', '', false)))"},
-		{"EndScopeKey", sqltext.EndScope(true, false, pair),
+		{"EndScopeKey", sqltext.EndScope(true, false, pair, 0),
 			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_advisory_unlock_shared(-2147483648,7) THEN 1 ELSE 0 END + " +
 				"CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 2 END + " +
 				"pg_catalog.length(pg_catalog.set_config('pgadvisory.lease', '', false)))"},
@@ -58,7 +63,9 @@ func TestStatementForms(t *testing.T) {
 		args []any
 	}{
 		{"TryLockInline", sqltext.TryLockStmt(sqltext.Inline, sqltext.Guarded, true, true, pair), sqltext.TryLock(sqltext.Guarded, true, true, pair), nil},
-		{"TryXactLockParams", sqltext.TryLockStmt(sqltext.Params, sqltext.Guarded, true, false, big), "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_is_in_recovery() THEN 2 WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN pg_catalog.pg_try_advisory_xact_lock($1) THEN 1 ELSE 0 END)", []any{int64(math.MinInt64)}},
+		{"TryXactLockParams", sqltext.TryLockStmt(sqltext.Params, sqltext.Guarded, true, false, big), "SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL " +
+			"WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL " +
+			"ELSE pg_catalog.pg_try_advisory_xact_lock($1) END", []any{int64(math.MinInt64)}},
 		{"UnlockInline", sqltext.UnlockStmt(sqltext.Inline, false, big), sqltext.Unlock(false, big), nil},
 		{"UnlockSharedParams", sqltext.UnlockStmt(sqltext.Params, true, pair), "SELECT 1 WHERE pg_catalog.pg_advisory_unlock_shared($1,$2)", []any{int32(math.MinInt32), int32(7)}},
 		{"Plain", sqltext.Plain(sqltext.UnlockAll), sqltext.UnlockAll, nil},

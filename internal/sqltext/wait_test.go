@@ -12,25 +12,46 @@ func TestWaitStatements(t *testing.T) {
 	p := sqltext.Key{Pair: true, A: 1, B: -2}
 	const bound = "SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT pg_catalog.current_setting('lock_timeout') AS prev, " +
 		"pg_catalog.set_config('lock_timeout', '1100', true), "
+	// The check, a select-list entry right after the bound: NULL, or the
+	// refusal's error (see guard.go).
+	const check = "CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL " +
+		"WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL " +
+		"ELSE NULL END, "
+	const ownCheck = "CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL ELSE NULL END, "
 	tests := []struct {
 		name, got, want string
 	}{
 		{"SessionSlice", sqltext.SessionSlice(sqltext.Guarded, false, 1100, k),
-			bound + "(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_xact_lock(k) FROM (VALUES (42)) AS k(k)) AS l), " +
-				"(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_lock(k) FROM (VALUES (42)) AS k(k)) AS l) WHERE NOT (pg_catalog.pg_is_in_recovery() OR COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '') OFFSET 0) AS t"},
+			bound + check + "(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_xact_lock(k) FROM (VALUES (42)) AS k(k)) AS l), " +
+				"(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_lock(k) FROM (VALUES (42)) AS k(k)) AS l) OFFSET 0) AS t"},
 		{"SessionSliceShared", sqltext.SessionSlice(sqltext.Guarded, true, 1100, p),
-			bound + "(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_xact_lock_shared(a,b) FROM (VALUES (1,-2)) AS p(a,b)) AS l), " +
-				"(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_lock_shared(a,b) FROM (VALUES (1,-2)) AS p(a,b)) AS l) WHERE NOT (pg_catalog.pg_is_in_recovery() OR COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '') OFFSET 0) AS t"},
+			bound + check + "(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_xact_lock_shared(a,b) FROM (VALUES (1,-2)) AS p(a,b)) AS l), " +
+				"(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_lock_shared(a,b) FROM (VALUES (1,-2)) AS p(a,b)) AS l) OFFSET 0) AS t"},
 		{"SessionSliceKeys", sqltext.SessionSlice(sqltext.Guarded, false, 1100, k, p),
-			bound + "(SELECT pg_catalog.count(*) FROM (" + sqltext.Lock(true, false, k, p) + ") AS l), " +
-				"(SELECT pg_catalog.count(*) FROM (" + sqltext.Lock(false, false, k, p) + ") AS l) WHERE NOT (pg_catalog.pg_is_in_recovery() OR COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '') OFFSET 0) AS t"},
+			bound + check + "(SELECT pg_catalog.count(*) FROM (" + sqltext.Lock(true, false, k, p) + ") AS l), " +
+				"(SELECT pg_catalog.count(*) FROM (" + sqltext.Lock(false, false, k, p) + ") AS l) OFFSET 0) AS t"},
+		{"SessionSliceOwnMark", sqltext.SessionSlice(sqltext.OwnMark, false, 1100, k),
+			bound + ownCheck + "(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_xact_lock(k) FROM (VALUES (42)) AS k(k)) AS l), " +
+				"(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_lock(k) FROM (VALUES (42)) AS k(k)) AS l) OFFSET 0) AS t"},
+		{"SessionSliceOwnMarkParams", sqltext.SessionSliceStmt(sqltext.Params, sqltext.OwnMark, false, 1100, k).Query,
+			"SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT pg_catalog.current_setting('lock_timeout') AS prev, " +
+				"pg_catalog.set_config('lock_timeout', $1, true), " + ownCheck +
+				"(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_xact_lock(k) FROM (VALUES ($2::pg_catalog.int8)) AS k(k)) AS l), " +
+				"(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_lock(k) FROM (VALUES ($2::pg_catalog.int8)) AS k(k)) AS l) OFFSET 0) AS t"},
 		{"XactSlice", sqltext.XactSlice(false, 1100, k),
 			bound + "pg_catalog.pg_advisory_xact_lock(42) OFFSET 0) AS t"},
+		{"GuardedXactSlice", sqltext.GuardedXactSlice(sqltext.Guarded, false, 1100, k),
+			bound + check + "pg_catalog.pg_advisory_xact_lock(42) OFFSET 0) AS t"},
+		{"GuardedXactSliceOwnMark", sqltext.GuardedXactSlice(sqltext.OwnMark, true, 1100, k, p),
+			bound + ownCheck + "(SELECT pg_catalog.count(*) FROM (" + sqltext.Lock(true, true, k, p) + ") AS l) OFFSET 0) AS t"},
+		{"EndRefusedSliceSavepoint", sqltext.EndRefusedSlice(true, "BEGIN"), sqltext.LeaveWaitSavepoint},
+		{"EndRefusedSliceOwned", sqltext.EndRefusedSlice(false, "BEGIN ISOLATION LEVEL REPEATABLE READ"),
+			"ROLLBACK; BEGIN ISOLATION LEVEL REPEATABLE READ"},
 		{"SessionSliceParams", sqltext.SessionSliceStmt(sqltext.Params, sqltext.Guarded, false, 1100, p).Query,
 			"SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT pg_catalog.current_setting('lock_timeout') AS prev, " +
-				"pg_catalog.set_config('lock_timeout', $1, true), " +
+				"pg_catalog.set_config('lock_timeout', $1, true), " + check +
 				"(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_xact_lock(a,b) FROM (VALUES ($2::pg_catalog.int4,$3::pg_catalog.int4)) AS p(a,b)) AS l), " +
-				"(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_lock(a,b) FROM (VALUES ($2::pg_catalog.int4,$3::pg_catalog.int4)) AS p(a,b)) AS l) WHERE NOT (pg_catalog.pg_is_in_recovery() OR COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '') OFFSET 0) AS t"},
+				"(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_lock(a,b) FROM (VALUES ($2::pg_catalog.int4,$3::pg_catalog.int4)) AS p(a,b)) AS l) OFFSET 0) AS t"},
 		{"XactSliceParams", sqltext.XactSliceStmt(sqltext.Params, true, 1100, k).Query,
 			"SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT pg_catalog.current_setting('lock_timeout') AS prev, " +
 				"pg_catalog.set_config('lock_timeout', $1, true), pg_catalog.pg_advisory_xact_lock_shared($2) OFFSET 0) AS t"},
