@@ -65,17 +65,14 @@
 //
 // # Waiting
 //
-// A wait is a series of slices, statements of about a second each
-// ([WaitSlice]) bounded by lock_timeout, because a statement
+// Every call that waits for a key first tries it: a free key costs one
+// statement. A busy key is waited for in slices, statements of about a
+// second each ([WaitSlice]) bounded by lock_timeout, because a statement
 // that waits keeps its snapshot for as long as it waits, and holds back
 // VACUUM and CREATE INDEX CONCURRENTLY for the whole database meanwhile. A
 // slice takes the key as a transaction lock first, so that one that runs
-// out holds nothing. A wait for a session lock sends its first slice at
-// once, bounded by the session's own lock_timeout and statement_timeout
-// as the server reads them, so a free key costs one statement and a
-// waiter joins the queue without a round trip before; a wait in a
-// transaction tries the key first. Waiters keep their turn in the
-// server's queue while their waits are shorter than a slice.
+// out holds nothing. Waiters keep their turn in the server's queue while
+// their waits are shorter than a slice.
 // docs/waiting.md says what a wait costs the server, and what each call
 // does.
 //
@@ -84,7 +81,10 @@
 // Advisory locks are per server and per backend. So every statement that
 // takes a lock first checks, in the same statement and at no extra round
 // trip, that it runs on a primary and on a backend that no one else's
-// lease holds, and otherwise takes nothing: a lock call on a hot standby
+// lease holds, and otherwise fails before it takes anything (with an
+// SQLSTATE of its own, which the library turns into the error below;
+// in a transaction of the caller's, that aborts the transaction, or
+// leaves it as it was when a wait's slice refused): a lock call on a hot standby
 // returns [ErrStandby], and one that a transaction pooler (PgBouncer in
 // transaction mode) hands to a backend where another client's lease holds
 // its key returns [ErrSharedSession], where it would otherwise have taken

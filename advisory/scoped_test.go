@@ -646,6 +646,5 @@ func releaseSQL(unlock string) string {
 // a boolean expression.
 func endSQL(held string) string {
 	return "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN " + held + " THEN 1 ELSE 0 END + " +
-		"CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 2 END + " +
-		"pg_catalog.length(pg_catalog.set_config('pgadvisory.lease', '', false)))"
+		"CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 2 END)"
 }

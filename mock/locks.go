@@ -16,16 +16,16 @@ import (
 // them.
 
 // ExpectLock expects [advisory.Lock] on key, and grants it at once: a
-// wait for a free key is the first slice of its wait, one statement. (A
-// busy key is waited for in more slices, whose number depends on time.)
+// wait for a free key is the one statement that tries it. (A busy key is
+// then waited for in slices, statements whose number depends on time.)
 func ExpectLock(m sqlmock.Sqlmock, key advisory.Key) *sqlmock.ExpectedExec {
-	return expect(m, sqltext.FirstSessionSlice(sqltext.Guarded, false, firstSlice, arg(key)), 1)
+	return expect(m, sqltext.TryLock(sqltext.Guarded, false, false, arg(key)), 1)
 }
 
 // ExpectLockShared expects [advisory.LockShared] on key, and grants it at
 // once, as [ExpectLock] does.
 func ExpectLockShared(m sqlmock.Sqlmock, key advisory.Key) *sqlmock.ExpectedExec {
-	return expect(m, sqltext.FirstSessionSlice(sqltext.Guarded, true, firstSlice, arg(key)), 1)
+	return expect(m, sqltext.TryLock(sqltext.Guarded, false, true, arg(key)), 1)
 }
 
 // ExpectTryLock expects [advisory.TryLock] on key, answering whether the
@@ -108,16 +108,15 @@ func ExpectXactLockKeys(m sqlmock.Sqlmock, keys ...advisory.Key) *sqlmock.Expect
 
 // firstWait returns the first statement of an exclusive wait for keys
 // without options, in a transaction the caller began (xact) or a session:
-// in a transaction the try of a single key, or the first slice of a wait
-// for several; in a session, the first slice.
+// the try of a single key, or the first slice of a wait for several.
 func firstWait(xact bool, keys []sqltext.Key) string {
 	switch {
-	case xact && len(keys) == 1:
+	case len(keys) == 1:
 		return sqltext.TryLock(sqltext.Guarded, xact, false, keys[0])
 	case xact:
 		return sqltext.InSavepoint(false, sqltext.GuardedXactSlice(sqltext.Guarded, false, firstSlice, keys...))
 	}
-	return sqltext.FirstSessionSlice(sqltext.Guarded, false, firstSlice, keys...)
+	return sqltext.SessionSlice(sqltext.Guarded, false, firstSlice, keys...)
 }
 
 // firstSlice is the length, in milliseconds, of the first slice of a wait

@@ -233,7 +233,11 @@ func expectSession(helper string, m sqlmock.Sqlmock, key advisory.Key, outcome S
 	}
 	o := parse(helper, opts, outcome == SessionNotAcquired)
 	_, lock := o.LockStatement(sqltext.Inline, false, sqltext.KeyOf(key))
-	s := &SessionScope{m: m, end: o.EndStatement(sqltext.KeyOf(key), owned)}
+	var mark int64
+	if o.Watched {
+		mark = LeaseMark
+	}
+	s := &SessionScope{m: m, end: o.EndStatement(sqltext.KeyOf(key), owned, mark)}
 	s.Lock = expectLock(m, lock.Query, outcome == SessionNotAcquired, outcome == SessionFailed)
 	if o.Watched {
 		s.holds = sqltext.Holds(LeasePID, o.Shared, sqltext.KeyOf(key), LeaseMark)
@@ -254,7 +258,7 @@ func expectLock(m sqlmock.Sqlmock, stmt string, refused, failed bool) *sqlmock.E
 	case refused:
 		return expect(m, stmt, 0)
 	case failed:
-		return expect(m, stmt, 0).WillReturnError(ServerError("57014"))
+		return expect(m, stmt, 0).WillReturnError(ServerError("55P03"))
 	}
 	return expect(m, stmt, 1)
 }

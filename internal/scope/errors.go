@@ -112,6 +112,13 @@ func Fail(ctx context.Context, op, keys string, err error) error {
 // (SQLSTATE 57014, as a statement_timeout shorter than the wait gives) as
 // [ErrLockTimeout]: to the caller, the server bounded the wait.
 func FailWait(ctx context.Context, op, keys string, err error) error {
+	switch refusal(err) {
+	case ErrStandby:
+		// The server's error is the check's device, not its news.
+		return FailKind(op, keys, ErrStandby, nil)
+	case ErrPooler:
+		return FailKind(op, keys, ErrPooler, errForeignMark)
+	}
 	if SQLState(err) == "57014" && ctx.Err() == nil {
 		return FailKind(op, keys, ErrLockTimeout, err)
 	}

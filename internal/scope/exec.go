@@ -181,10 +181,14 @@ func AcquireWith(ctx context.Context, h Hooks, conn *sql.Conn, op string, keys [
 	n, err := Run(ctx, conn, stmt.Query, stmt.Args...)
 	acquired := false
 	if err != nil {
-		Discard(conn)
+		if refusal(err) == nil || ctx.Err() != nil {
+			// A refusal takes nothing (see guard.go); any other
+			// failure may have raced a grant.
+			Discard(conn)
+		}
 		err = FailWait(ctx, op, KeyList(keys), err)
 	} else {
-		acquired, err = Tried(n, op, KeyList(keys))
+		acquired = n > 0
 	}
 	if h != nil {
 		// A copy, so that keys stays on the caller's stack when nothing
@@ -238,7 +242,7 @@ func XactAcquireWith(ctx context.Context, h Hooks, tx *sql.Tx, op string, keys [
 	if err != nil {
 		err = FailWait(ctx, op, KeyList(keys), err)
 	} else {
-		acquired, err = Tried(n, op, KeyList(keys))
+		acquired = n > 0
 	}
 	if h != nil {
 		// A copy, so that keys stays on the caller's stack when nothing

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -73,41 +72,22 @@ func TxGuard(ctx context.Context) sqltext.Guard {
 	return sqltext.Guarded
 }
 
-// Tried turns the rows that a try affected ([sqltext.TryLock]) into its
-// answer: whether it took the key, or the refusal it met.
-func Tried(n int64, op, keys string) (bool, error) {
-	switch n {
-	case sqltext.TryBusy:
-		return false, nil
-	case sqltext.TryTaken:
-		return true, nil
-	case sqltext.TryStandby:
-		return false, FailKind(op, keys, ErrStandby, nil)
-	case sqltext.TryShared:
-		return false, FailKind(op, keys, ErrPooler, errForeignMark)
+// refusal returns the refusal that err, a lock statement's failure,
+// reports (see internal/sqltext's guard.go): ErrStandby, ErrPooler, or
+// nil for any other failure.
+func refusal(err error) error {
+	switch SQLState(err) {
+	case sqltext.StandbyState:
+		return ErrStandby
+	case sqltext.SharedState:
+		return ErrPooler
 	}
-	return false, FailKind(op, keys, fmt.Errorf("advisory: a try answered %d rows, which means nothing", n), nil)
+	return nil
 }
 
 // errForeignMark is the cause of ErrPooler when a lock call found another
 // lease's mark on its session.
 var errForeignMark = errors.New("the session bears the mark of a lease that another client holds on it")
-
-// refusal reads why a slice guarded by g refused, and returns the
-// refusal's error, as a [refusedError] when it was read.
-func refusal(ctx context.Context, q queryRower, g sqltext.Guard, op, keys string) error {
-	if g == sqltext.OwnMark {
-		_, err := Tried(sqltext.TryStandby, op, keys)
-		return refusedError{err}
-	}
-	var n int64
-	defer Watch(ctx, q)()
-	if err := q.QueryRowContext(ctx, sqltext.Refusal).Scan(&n); err != nil {
-		return Fail(ctx, op, keys, err)
-	}
-	_, err := Tried(n, op, keys)
-	return refusedError{err}
-}
 
 // refusedError is a slice's refusal, which ends a wait holding nothing.
 type refusedError struct{ err error }

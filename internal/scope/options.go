@@ -105,14 +105,10 @@ func (o *Options) LockOp(xact bool) string {
 
 // LockStatement returns the first statement that takes one key as o says,
 // in a transaction (xact) or a session, in form f (see [ConnForm]), for a
-// caller that holds no lease on the session, and the operation's name: a
-// try, for a wait in a transaction as well, and the first slice of a wait
-// in a session (see [Take] and [XactTake]). An uncontended wait ends with
-// it.
+// caller that holds no lease on the session, and the operation's name. It
+// is a try, for a wait as well: an uncontended wait ends with it, and a
+// busy key is then waited for in slices (see [Take] and [XactTake]).
 func (o *Options) LockStatement(f sqltext.Form, xact bool, key sqltext.Key) (op string, stmt sqltext.Stmt) {
-	if !xact && !o.Try {
-		return o.LockOp(xact), sqltext.FirstSessionSliceStmt(f, sqltext.Guarded, o.Shared, FirstSliceMillis(o), key)
-	}
 	return o.LockOp(xact), sqltext.TryLockStmt(f, sqltext.Guarded, xact, o.Shared, key)
 }
 
@@ -141,7 +137,8 @@ func (o *Options) UnlockOp() string {
 
 // EndStatement returns the statement that ends a session scope on key:
 // see [sqltext.EndScope]. owned says the scope took its connection for
-// itself, and so releases every session lock on it.
-func (o *Options) EndStatement(key sqltext.Key, owned bool) string {
-	return sqltext.EndScope(o.Shared, owned, key)
+// itself, and so releases every session lock on it; mark is the scope's
+// lease's mark, or 0 without a heartbeat.
+func (o *Options) EndStatement(key sqltext.Key, owned bool, mark int64) string {
+	return sqltext.EndScope(o.Shared, owned, key, mark)
 }

@@ -54,6 +54,9 @@ func Session(ctx context.Context, conn *sql.Conn, key sqltext.Key, fn func(conte
 		fnCtx = withOwnMark(fnCtx)
 	}
 	e := sessionEnd{conn: conn, key: key, o: o, owned: owned, cancelFn: cancelFn}
+	if lease != nil {
+		e.mark = lease.mark
+	}
 	end := func(discard bool) error {
 		if lease == nil {
 			return e.run(ctx, discard)
@@ -81,6 +84,7 @@ type sessionEnd struct {
 	key      sqltext.Key
 	o        *Options
 	owned    bool
+	mark     int64 // the lease's mark, with a heartbeat; 0 without
 	cancelFn context.CancelFunc
 }
 
@@ -91,7 +95,7 @@ type sessionEnd struct {
 func (e *sessionEnd) run(ctx context.Context, discard bool) error {
 	rctx, cancel := detachedContext(ctx)
 	defer cancel()
-	stmt := e.o.EndStatement(e.key, e.owned)
+	stmt := e.o.EndStatement(e.key, e.owned, e.mark)
 	n, err := Run(rctx, e.conn, stmt)
 	if e.owned && err != nil && rctx.Err() == nil && SQLState(err) == "57014" {
 		// A cancel request that came too late for the statement it was

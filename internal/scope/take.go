@@ -11,12 +11,10 @@ import (
 
 // Take takes session locks on keys on conn as operation op, as o says
 // (Try, Timeout, Shared, WaitSlice), and reports whether it took them. A
-// try (one key) is one statement, in form f. A wait is a series of slices
-// (see [waitInSlices]), the first of which is bounded by the session's own
-// lock_timeout and statement_timeout without reading them first: it is the
-// whole of an uncontended wait, one round trip, and a busy key's waiter
-// sends nothing before the statement that waits, so that it joins the
-// queue at once. On an error after which the
+// single key is tried first, in form f, which is the whole of a try and of
+// an uncontended wait: one round trip. A busy key, or several keys, are
+// waited for in slices (see [waitInSlices]). Every statement refuses where
+// the lock would not be real (see guard.go). On an error after which the
 // session may hold a lock it did not report, the session is discarded; a
 // wait that ran out holds nothing, and keeps it.
 func Take(ctx context.Context, h Hooks, conn *sql.Conn, op string, keys []sqltext.Key, o *Options, f sqltext.Form) (bool, error) {
@@ -39,32 +37,33 @@ func take(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, o 
 		return false, err
 	}
 	g := ConnGuard(ctx, conn)
-	if o.Try {
+	if len(keys) == 1 {
 		stmt := sqltext.TryLockStmt(f, g, false, o.Shared, keys[0])
 		n, err := Run(ctx, conn, stmt.Query, stmt.Args...)
 		if err != nil {
-			Discard(conn)
+			if refusal(err) == nil || ctx.Err() != nil {
+				// A refusal takes nothing; any other failure may
+				// have raced a grant.
+				Discard(conn)
+			}
 			return false, FailWait(ctx, op, KeyList(keys), err)
 		}
-		return Tried(n, op, KeyList(keys))
+		if n > 0 || o.Try {
+			return n > 0, nil
+		}
 	}
-	w := waitInSlices(ctx, start, o, op, KeyList(keys), false,
+	w := waitInSlices(ctx, start, o, op, KeyList(keys), len(keys) == 1,
 		func(ctx context.Context) (waitSettings, error) { return readWaitSettings(ctx, conn) },
-		func(ctx context.Context, n int, ms int64) error {
+		func(ctx context.Context, _ int, ms int64) error {
 			var stmt sqltext.Stmt
-			switch {
-			case n == 0 && len(keys) == 1:
-				stmt = sqltext.FirstSessionSliceStmt(f, g, o.Shared, ms, keys[0])
-			case n == 0:
-				stmt = sqltext.Plain(sqltext.FirstSessionSlice(g, o.Shared, ms, keys...))
-			case len(keys) == 1:
+			if len(keys) == 1 {
 				stmt = sqltext.SessionSliceStmt(f, g, o.Shared, ms, keys[0])
-			default:
+			} else {
 				stmt = sqltext.Plain(sqltext.SessionSlice(g, o.Shared, ms, keys...))
 			}
-			rows, err := Run(ctx, conn, stmt.Query, stmt.Args...)
-			if err == nil && rows == 0 {
-				return refusal(ctx, conn, g, op, KeyList(keys))
+			_, err := Run(ctx, conn, stmt.Query, stmt.Args...)
+			if refusal(err) != nil && ctx.Err() == nil {
+				return refusedError{FailWait(ctx, op, KeyList(keys), err)}
 			}
 			return err
 		})

@@ -60,8 +60,8 @@ func (w *xactWait) take(ctx context.Context, op string, f sqltext.Form, start ti
 		if err != nil {
 			return false, FailWait(ctx, op, KeyList(w.keys), err)
 		}
-		if n != sqltext.TryBusy || w.o.Try {
-			return Tried(n, op, KeyList(w.keys))
+		if n > 0 || w.o.Try {
+			return n > 0, nil
 		}
 	}
 	begin := ""
@@ -84,8 +84,8 @@ func (w *xactWait) take(ctx context.Context, op string, f sqltext.Form, start ti
 				w.savepoint = true
 			}
 			_, err := Run(ctx, w.tx, slice)
-			if SQLState(err) == sqltext.RefusedSlice && ctx.Err() == nil {
-				return w.refused(ctx, begin, op)
+			if refusal(err) != nil && ctx.Err() == nil {
+				return w.refused(ctx, begin, op, err)
 			}
 			return err
 		})
@@ -98,17 +98,16 @@ func (w *xactWait) take(ctx context.Context, op string, f sqltext.Form, start ti
 	return out.err == nil, out.err
 }
 
-// refused ends a slice that refused, which took nothing, and returns the
-// refusal's error: the transaction is then as it was before the wait (a
-// caller's), or a fresh one (the wait's own).
-func (w *xactWait) refused(ctx context.Context, begin, op string) error {
-	n, err := Run(ctx, w.tx, sqltext.EndRefusedSlice(w.savepoint, begin))
+// refused ends a slice that refused with err, which took nothing, and
+// returns the refusal's error: the transaction is then as it was before
+// the wait (a caller's), or a fresh one (the wait's own).
+func (w *xactWait) refused(ctx context.Context, begin, op string, err error) error {
+	_, endErr := Exec(ctx, w.tx, sqltext.EndRefusedSlice(w.savepoint, begin))
 	w.savepoint = false
-	if err != nil {
-		return Fail(ctx, op, KeyList(w.keys), err)
+	if endErr != nil {
+		return Fail(ctx, op, KeyList(w.keys), endErr)
 	}
-	_, err = Tried(n, op, KeyList(w.keys))
-	return refusedError{err}
+	return refusedError{FailKind(op, KeyList(w.keys), refusal(err), nil)}
 }
 
 // settings reads the session's settings. After a slice ran out, which left

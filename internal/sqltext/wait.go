@@ -26,12 +26,11 @@ const WaitSettings = "SELECT pg_catalog.current_setting('lock_timeout'), " +
 //
 //	SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT
 //	pg_catalog.current_setting('lock_timeout') AS prev,
-//	pg_catalog.set_config('lock_timeout', '1000', true),
+//	pg_catalog.set_config('lock_timeout', '1000', true), CASE WHEN ... END,
 //	(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_xact_lock(k)
 //	FROM (VALUES (42)) AS k(k)) AS l),
 //	(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_lock(k)
-//	FROM (VALUES (42)) AS k(k)) AS l) WHERE NOT (pg_catalog.pg_is_in_recovery()
-//	OR COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '') OFFSET 0) AS t
+//	FROM (VALUES (42)) AS k(k)) AS l) OFFSET 0) AS t
 //
 // The select list runs left to right (see boundedBy). The keys
 // are rows of a VALUES list, even one key, because a scan looks for
@@ -40,49 +39,13 @@ const WaitSettings = "SELECT pg_catalog.current_setting('lock_timeout'), " +
 // look must come before the session locks, not after them, or the failed
 // statement would leave them held.
 //
-// The slice is guarded by g: it returns no row and takes nothing where
-// [TryLock] would refuse, and [Refusal] then tells why. Session locks are
-// the ones a transaction pooler shares, and each slice runs as a
-// transaction of its own, which the pooler may send to any backend.
+// The slice is guarded by g: where [TryLock] would refuse, it fails with
+// the refusal's SQLSTATE before it waits or takes anything (see
+// guard.go). Session locks are the ones a transaction pooler shares, and
+// each slice runs as a transaction of its own, which the pooler may send
+// to any backend.
 func SessionSlice(g Guard, shared bool, ms int64, keys ...Key) string {
-	return boundedBy(quoted(ms), sessionWaits(g, shared, keys))
-}
-
-// FirstSessionSlice is the first slice of a wait for session locks on
-// keys, which a wait sends before it knows the session's settings, and
-// which takes free keys in one statement: it waits at most ms
-// milliseconds, or less when the session's lock_timeout, or nine tenths
-// of its statement_timeout, is shorter (see [firstBound]).
-func FirstSessionSlice(g Guard, shared bool, ms int64, keys ...Key) string {
-	return boundedBy(firstBound(strconv.FormatInt(ms, 10)), sessionWaits(g, shared, keys))
-}
-
-// sessionWaits renders the select-list entries of a session slice and its
-// guard.
-func sessionWaits(g Guard, shared bool, keys []Key) string {
-	return scanned(true, shared, keys) + ", " + scanned(false, shared, keys) + " WHERE NOT (" + refused(g) + ")"
-}
-
-// firstBound renders the lock_timeout of a first slice, ms (an SQL
-// expression) or less when the session's own bounds are shorter, as
-// text:
-//
-//	GREATEST(LEAST(1100, NULLIF((pg_catalog.date_part('epoch',
-//	pg_catalog.current_setting('lock_timeout')::pg_catalog.interval) *
-//	1000)::pg_catalog.int8, 0), NULLIF(... 'statement_timeout' ... * 900
-//	...)), 1)::pg_catalog.text
-//
-// LEAST skips the NULL of a setting that is 0, which is none. The
-// statement_timeout counts from the statement's start, so nine tenths of
-// it leaves the rest of the statement room to end; a wait that runs out
-// then reads the settings (see internal/scope's wait.go), and ends.
-func firstBound(ms string) string {
-	setting := func(name, scale string) string {
-		return "NULLIF((pg_catalog.date_part('epoch', pg_catalog.current_setting('" + name +
-			"')::pg_catalog.interval) * " + scale + ")::pg_catalog.int8, 0)"
-	}
-	return "GREATEST(LEAST(" + ms + ", " + setting("lock_timeout", "1000") + ", " +
-		setting("statement_timeout", "900") + "), 1)::pg_catalog.text"
+	return boundedBy(quoted(ms), check(g)+", "+scanned(true, shared, keys)+", "+scanned(false, shared, keys))
 }
 
 // quoted renders ms as an SQL string literal.
@@ -98,35 +61,22 @@ func XactSlice(shared bool, ms int64, keys ...Key) string {
 }
 
 // GuardedXactSlice is [XactSlice] guarded by g: where [TryLock] would
-// refuse, it fails with SQLSTATE [RefusedSlice] before it takes anything,
-// since in a transaction block its rows cannot be seen (see [InSavepoint]),
-// and [EndRefusedSlice] then tells why. The bound it sets is the refusal:
-//
-//	pg_catalog.set_config('lock_timeout', CASE WHEN
-//	pg_catalog.pg_is_in_recovery() OR ... THEN '-1' ELSE '1100' END, true)
-//
-// where PostgreSQL refuses the value -1 for lock_timeout.
+// refuse, it fails with the refusal's SQLSTATE before it waits or takes
+// anything, and [EndRefusedSlice] then ends it.
 func GuardedXactSlice(g Guard, shared bool, ms int64, keys ...Key) string {
-	return boundedBy("CASE WHEN "+refused(g)+" THEN '-1' ELSE "+quoted(ms)+" END", locks(true, shared, keys))
+	return boundedBy(quoted(ms), check(g)+", "+locks(true, shared, keys))
 }
 
-// RefusedSlice is the SQLSTATE of a [GuardedXactSlice] that refused:
-// invalid_parameter_value, which its own bound raises and nothing else in
-// it can.
-const RefusedSlice = "22023"
-
-// EndRefusedSlice returns the statements that end a [GuardedXactSlice]
-// that refused, in one message, and tell why, as rows: [TryStandby] or
-// [TryShared]. In a transaction the caller began (savepoint), they roll
-// back to the wait's savepoint and release it, which leaves the
-// transaction as it was; in a transaction of the wait's own, they begin
+// EndRefusedSlice returns the statement that ends a [GuardedXactSlice]
+// that refused: in a transaction the caller began (savepoint), it rolls
+// back to the wait's savepoint and releases it, which leaves the
+// transaction as it was; in a transaction of the wait's own, it begins
 // the next with begin, as [InNewTransaction] does.
 func EndRefusedSlice(savepoint bool, begin string) string {
-	why := "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN " + inRecovery + " THEN 2 ELSE 3 END)"
 	if savepoint {
-		return LeaveWaitSavepoint + "; " + why
+		return LeaveWaitSavepoint
 	}
-	return "ROLLBACK; " + begin + "; " + why
+	return "ROLLBACK; " + begin
 }
 
 // locks renders the select-list entry that takes transaction locks on
@@ -210,18 +160,6 @@ func SessionSliceStmt(f Form, g Guard, shared bool, ms int64, key Key) Stmt {
 	return sliceParams(sessionSliceTexts[g][b2i(shared)], ms, key)
 }
 
-// FirstSessionSliceStmt is [FirstSessionSlice] for one key, in form f,
-// as [SessionSliceStmt] is for a later slice: in the Params form the
-// bound is $1, a number.
-func FirstSessionSliceStmt(f Form, g Guard, shared bool, ms int64, key Key) Stmt {
-	if f != Params {
-		return Plain(FirstSessionSlice(g, shared, ms, key))
-	}
-	s := sliceParams(firstSessionSliceTexts[g][b2i(shared)], ms, key)
-	s.Args[0] = ms
-	return s
-}
-
 // XactSliceStmt is [XactSlice] for one key, in form f, as
 // [SessionSliceStmt] is for a session.
 func XactSliceStmt(f Form, shared bool, ms int64, key Key) Stmt {
@@ -245,17 +183,13 @@ func sliceParams(texts [2]string, ms int64, key Key) Stmt {
 // Params form, by whether the lock is shared, then whether the key is a
 // pair; the session's first by guard.
 var (
-	sessionSliceTexts      [2][2][2]string
-	firstSessionSliceTexts [2][2][2]string
-	xactSliceTexts         [2][2]string
+	sessionSliceTexts [2][2][2]string
+	xactSliceTexts    [2][2]string
 )
 
 func init() {
-	prefixes := func(bound string) string {
-		return "SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT " +
-			"pg_catalog.current_setting('lock_timeout') AS prev, pg_catalog.set_config('lock_timeout', " + bound + ", true), "
-	}
-	prefix, first := prefixes("$1"), prefixes(firstBound("$1::pg_catalog.int8"))
+	prefix := "SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT " +
+		"pg_catalog.current_setting('lock_timeout') AS prev, pg_catalog.set_config('lock_timeout', $1, true), "
 	// The session texts scan their key, as [SessionSlice] does.
 	scan := [2]string{
 		"(k) FROM (VALUES ($2::pg_catalog.int8)) AS k(k)) AS l)",
@@ -267,11 +201,9 @@ func init() {
 			session := fn("pg_advisory", false, shared == 1)
 			xactSliceTexts[shared][pair] = prefix + xact + args + " OFFSET 0) AS t"
 			for g := range sessionSliceTexts {
-				waits := "(SELECT pg_catalog.count(*) FROM (SELECT " + xact + scan[pair] + ", " +
-					"(SELECT pg_catalog.count(*) FROM (SELECT " + session + scan[pair] +
-					" WHERE NOT (" + refused(Guard(g)) + ") OFFSET 0) AS t"
-				sessionSliceTexts[g][shared][pair] = prefix + waits
-				firstSessionSliceTexts[g][shared][pair] = first + waits
+				sessionSliceTexts[g][shared][pair] = prefix + check(Guard(g)) + ", " +
+					"(SELECT pg_catalog.count(*) FROM (SELECT " + xact + scan[pair] + ", " +
+					"(SELECT pg_catalog.count(*) FROM (SELECT " + session + scan[pair] + " OFFSET 0) AS t"
 			}
 		}
 	}
