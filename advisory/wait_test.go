@@ -380,6 +380,7 @@ func TestTryRefused(t *testing.T) {
 				conn, m := mockConn(t)
 				m.ExpectExec(sqltext.TryLock(sqltext.Guarded, false, false, key)).WithoutArgs().WillReturnError(r.err)
 				checkRefused(t, c.call(context.Background(), conn), r.wantErr, r.err)
+				checkKept(t, conn)
 			})
 		}
 		for _, c := range xactCalls {
@@ -442,6 +443,7 @@ func TestSessionWaitRefused(t *testing.T) {
 			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
 			m.ExpectExec(sqltext.SessionSlice(sqltext.Guarded, false, 1100, key)).WithoutArgs().WillReturnError(r.err)
 			checkRefused(t, advisory.Lock(context.Background(), conn, k42), r.wantErr, r.err)
+			checkKept(t, conn)
 		})
 		t.Run("LockKeys"+r.name, func(t *testing.T) {
 			t.Parallel()
@@ -449,6 +451,7 @@ func TestSessionWaitRefused(t *testing.T) {
 			m.ExpectExec(sqltext.SessionSlice(sqltext.Guarded, false, 1100, keys...)).WithoutArgs().WillReturnError(r.err)
 			err := advisory.LockKeys(context.Background(), conn, advisory.Int64Key(2), advisory.Int64Key(1))
 			checkRefused(t, err, r.wantErr, r.err)
+			checkKept(t, conn)
 		})
 	}
 }
@@ -540,5 +543,14 @@ func TestSliceSQL(t *testing.T) {
 				t.Fatalf("matchSlice(%q, %q) = %v; want a match: %v", tt.want, tt.actual, err, tt.ok)
 			}
 		})
+	}
+}
+
+// checkKept fails t when conn's session was closed: a refusal takes
+// nothing, so the session stays the caller's.
+func checkKept(t *testing.T, conn *sql.Conn) {
+	t.Helper()
+	if err := conn.PingContext(context.Background()); err != nil {
+		t.Errorf("after a refusal the session is gone (%v); want it kept", err)
 	}
 }
