@@ -57,20 +57,8 @@ const (
 // cleanup, with every connection through it; a freeze then ends.
 func (s *Server) Gate(tb testing.TB) *Gate {
 	tb.Helper()
-	u, err := url.Parse(s.DSN)
-	if err != nil || u.Host == "" {
-		tb.Fatalf("pgtest: gate for %s: the DSN is not a host:port URL", s.Name)
-	}
-	target := u.Host
-	if u.Port() == "" {
-		target = net.JoinHostPort(u.Hostname(), "5432")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("pgtest: gate for %s: %v", s.Name, err)
-	}
-	u.Host = l.Addr().String()
-	g := &Gate{dsn: u.String(), listener: l, frozen: map[*gateLink]bool{}, links: map[*gateLink]struct{}{}}
+	target, dsn, l := s.listenInFront(tb, "gate")
+	g := &Gate{dsn: dsn, listener: l, frozen: map[*gateLink]bool{}, links: map[*gateLink]struct{}{}}
 	g.cond = sync.NewCond(&g.mu)
 	g.wg.Add(1)
 	go g.serve(target)

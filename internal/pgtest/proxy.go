@@ -45,24 +45,34 @@ type link struct {
 // with every connection through it.
 func (s *Server) Proxy(tb testing.TB) *Proxy {
 	tb.Helper()
-	u, err := url.Parse(s.DSN)
-	if err != nil || u.Host == "" {
-		tb.Fatalf("pgtest: proxy for %s: the DSN is not a host:port URL", s.Name)
-	}
-	target := u.Host
-	if u.Port() == "" {
-		target = net.JoinHostPort(u.Hostname(), "5432")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatalf("pgtest: proxy for %s: %v", s.Name, err)
-	}
-	u.Host = l.Addr().String()
-	p := &Proxy{server: s, dsn: u.String(), listener: l, conns: make(map[net.Conn]struct{})}
+	target, dsn, l := s.listenInFront(tb, "proxy")
+	p := &Proxy{server: s, dsn: dsn, listener: l, conns: make(map[net.Conn]struct{})}
 	p.wg.Add(1)
 	go p.serve(target)
 	tb.Cleanup(p.close)
 	return p
+}
+
+// listenInFront opens a listener on a free port of 127.0.0.1 for a
+// middleman (what: "proxy", "gate") in front of s, and returns the
+// address of s to forward to and s's DSN with the listener's host and
+// port.
+func (s *Server) listenInFront(tb testing.TB, what string) (target, dsn string, l net.Listener) {
+	tb.Helper()
+	u, err := url.Parse(s.DSN)
+	if err != nil || u.Host == "" {
+		tb.Fatalf("pgtest: %s for %s: the DSN is not a host:port URL", what, s.Name)
+	}
+	target = u.Host
+	if u.Port() == "" {
+		target = net.JoinHostPort(u.Hostname(), "5432")
+	}
+	l, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatalf("pgtest: %s for %s: %v", what, s.Name, err)
+	}
+	u.Host = l.Addr().String()
+	return target, u.String(), l
 }
 
 // DSN returns the server's DSN with the proxy's host and port.
