@@ -104,13 +104,19 @@ func TestLockerTenThousandKeysIntegration(t *testing.T) {
 	}
 }
 
+// lockerLossHeartbeat is the heartbeat of TestLockerLossIntegration's
+// Locker, whose every heartbeat proves thousands of leases with a read of
+// pg_locks: longer than lossHeartbeat, so that under the whole suite's
+// load the leases that are not terminated outlive their heartbeats.
+const lockerLossHeartbeat = 300 * time.Millisecond
+
 func TestLockerLossIntegration(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
 		app := pgtest.UniqueName("advisory-")
 		db := pgtest.OpenApp(t, tg, app)
-		lk := newLocker(t, db, advisory.MaxConns(manyConns), advisory.Heartbeat(lossHeartbeat))
+		lk := newLocker(t, db, advisory.MaxConns(manyConns), advisory.Heartbeat(lockerLossHeartbeat))
 		gen := newPGKeys()
 		var got detections
 		for range leaseRuns(t) {
@@ -140,17 +146,17 @@ func TestLockerLossIntegration(t *testing.T) {
 			for _, l := range byPID[victim] {
 				doneAt[l] = watchDone(l)
 			}
-			randomPhase(lossHeartbeat)
+			randomPhase(lockerLossHeartbeat)
 			event := time.Now()
 			pgtest.Exec(t, tg.DB, "SELECT pg_terminate_backend($1)", victim)
 			var slowest time.Duration
 			for _, l := range byPID[victim] {
-				slowest = max(slowest, awaitLost(t, l, doneAt[l], event, lossHeartbeat))
+				slowest = max(slowest, awaitLost(t, l, doneAt[l], event, lockerLossHeartbeat))
 			}
 			got.add(slowest)
 			// The others live on, through several heartbeats, and
 			// new acquisitions work.
-			time.Sleep(3 * lossHeartbeat)
+			time.Sleep(3 * lockerLossHeartbeat)
 			for pid, pls := range byPID {
 				if pid == victim {
 					continue
