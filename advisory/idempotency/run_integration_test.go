@@ -233,7 +233,18 @@ func TestRunOutcomesIntegration(t *testing.T) {
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("Run = %v, want context.Canceled", err)
 			}
-			res, err := idempotency.Run(ctx, db, k("d"), fn("again"), table)
+			// The cancelled transaction's lock ends when the server
+			// has rolled it back, which it may do a moment after Run
+			// returned: until then the next delivery finds the
+			// operation in progress.
+			var res idempotency.Result
+			err = pgtest.Poll(10*time.Millisecond, func() (bool, error) {
+				res, err = idempotency.Run(ctx, db, k("d"), fn("again"), table)
+				if errors.Is(err, idempotency.ErrInProgress) {
+					return false, nil
+				}
+				return true, err
+			})
 			if err != nil || res.Outcome != idempotency.Ran || string(res.Value) != "again" {
 				t.Fatalf("next delivery = %+v, %v; want Ran", res, err)
 			}
