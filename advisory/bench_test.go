@@ -15,7 +15,7 @@ import (
 	_ "github.com/lib/pq"              // the "postgres" driver
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // The benchmarks below justify how advisory talks to the server. It renders

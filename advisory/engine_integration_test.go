@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
 	"github.com/pgadvisory/pgadvisory/internal/scope"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // TestEngineIntegration proves that PostgreSQL is identified as itself,

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // Integration tests of a failover: a primary with a streaming standby

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
 	"github.com/pgadvisory/pgadvisory/internal/scope"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // BenchmarkWatch measures what the watchdog over a statement (scope.Watch)

@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // Integration tests that the client-side hashes equal the server's.

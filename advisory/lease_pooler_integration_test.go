@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
 	"github.com/pgadvisory/pgadvisory/internal/scope"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // Integration tests of leases and Lockers through PgBouncer in transaction

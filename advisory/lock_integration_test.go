@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // Integration tests of the session lock functions on *sql.Conn.

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // TestPreparedStatementsIntegration proves that a key never makes a

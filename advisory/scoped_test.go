@@ -11,9 +11,9 @@ import (
 
 	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 	"github.com/pgadvisory/pgadvisory/mock"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 func TestWithXactLock(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // Server facts that docs/guide.md cites and the library's design rests on,

@@ -13,8 +13,8 @@ import (
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/advisory/leader"
 	"github.com/pgadvisory/pgadvisory/advisory/semaphore"
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
 	"github.com/pgadvisory/pgadvisory/middleware/httplock"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // Integration tests on a hot standby. Advisory locks are per server: a

@@ -20,7 +20,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 step() { printf '\n== %s\n' "$*"; }
-# The same rule as internal/pgtest: CI is on unless unset, "", 0, false or no.
+# The same rule as pgtest: CI is on unless unset, "", 0, false or no.
 under_ci() {
 	case "$(printf '%s' "${CI:-}" | tr '[:upper:]' '[:lower:]')" in
 	"" | 0 | false | no) return 1 ;;
@@ -67,7 +67,7 @@ fi
 phase_done images
 
 step "pgbouncer"
-# internal/pgtest starts PgBouncer in transaction mode for the tests that
+# pgtest starts PgBouncer in transaction mode for the tests that
 # need a pooler (Server.PgBouncer); it looks on PATH and in /usr/sbin. As
 # root, a missing one is installed from Debian's package pgbouncer. The
 # package's own service is not used: the harness runs PgBouncer with a

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/pgadvisory/pgadvisory/advisory/idempotency"
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // TestRunDefaultTableIntegration: callers whose search_path differ (an

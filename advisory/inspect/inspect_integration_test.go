@@ -15,7 +15,7 @@ import (
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/advisory/inspect"
 	"github.com/pgadvisory/pgadvisory/advisory/keyspace"
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // Integration tests of Locks and WaitGraph, and the proof that the two

@@ -3,7 +3,7 @@ package keyspace_test
 import (
 	"testing"
 
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // TestMain lets pgtest stop the PostgreSQL servers that the integration

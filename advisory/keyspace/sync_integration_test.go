@@ -15,7 +15,7 @@ import (
 
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/advisory/keyspace"
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // Integration tests of Registry.Sync. Each runs in a database of its own

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // BenchmarkWake measures how soon a waiter takes a slot that frees: the

@@ -3,7 +3,7 @@ package bench_test
 import (
 	"testing"
 
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // TestMain starts the PostgreSQL servers the benchmarks use, and stops

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
 	"github.com/pgadvisory/pgadvisory/middleware/httplock"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 const (

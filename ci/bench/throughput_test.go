@@ -18,7 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 const (

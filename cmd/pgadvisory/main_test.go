@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // TestMain lets pgtest stop the servers, and removes the command's binary

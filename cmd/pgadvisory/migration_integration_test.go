@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // psql returns the command line that runs psql against s: the psql inside

@@ -33,8 +33,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
 	"github.com/pgadvisory/pgadvisory/middleware/httplock"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // ordersNS is the lock namespace of orders: order 42's key is

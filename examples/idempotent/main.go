@@ -33,7 +33,7 @@ import (
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/advisory/idempotency"
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 func main() {

@@ -33,7 +33,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 func main() {

@@ -28,7 +28,7 @@ import (
 	"syscall"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // jobsNS is the lock namespace of jobs: job 7's key is PairKey(jobsNS, 7).

@@ -55,9 +55,9 @@ var owners = map[string][]string{
 	"google.golang.org/protobuf":     {"middleware/grpclock"},
 	"github.com/jmoiron/sqlx":        {"sqlxlock"},
 	"github.com/DATA-DOG/go-sqlmock": {"mock"},
-	"github.com/lib/pq":              {"internal/pgtest", "examples/..."},
-	"github.com/jackc/pgx/v5":        {"internal/pgtest", "examples/...", "cmd/..."},
-	"github.com/ory/dockertest/v3":   {"internal/pgtest"},
+	"github.com/lib/pq":              {"pgtest", "examples/..."},
+	"github.com/jackc/pgx/v5":        {"pgtest", "examples/...", "cmd/..."},
+	"github.com/ory/dockertest/v3":   {"pgtest"},
 	// The metrics example shows observations exported to Prometheus; the
 	// library itself stays free of it.
 	"github.com/prometheus/client_golang": {"examples/metrics"},
@@ -313,12 +313,12 @@ func TestImportsCatch(t *testing.T) {
 		m("advisory"):                    {"context", m("internal/sqltext")},
 		m("internal/sqltext"):            {"strings"},
 		m("internal/reqlock"):            {m("advisory")},
-		m("internal/pgtest"):             {"github.com/lib/pq", "github.com/jackc/pgx/v5/stdlib"},
+		m("pgtest"):                      {"github.com/lib/pq", "github.com/jackc/pgx/v5/stdlib"},
 		m("middleware/httplock"):         {"net/http", m("advisory"), m("internal/reqlock")},
 		m("middleware/grpclock"):         {m("advisory"), "google.golang.org/grpc"},
 		m("sqlxlock"):                    {m("advisory"), "github.com/jmoiron/sqlx"},
 		m("mock"):                        {"github.com/DATA-DOG/go-sqlmock"},
-		m("examples/workers"):            {m("advisory"), m("internal/pgtest"), "github.com/lib/pq"},
+		m("examples/workers"):            {m("advisory"), m("pgtest"), "github.com/lib/pq"},
 		"github.com/lib/pq":              {"net"},
 		"github.com/jmoiron/sqlx":        {"database/sql"},
 		"google.golang.org/grpc":         {"net"},
@@ -336,13 +336,13 @@ func TestImportsCatch(t *testing.T) {
 			edit: map[string][]string{m("advisory"): {"github.com/lib/pq"}},
 			want: map[string]string{
 				"Light":  "advisory depends on github.com/lib/pq",
-				"Owners": "advisory imports github.com/lib/pq; only [internal/pgtest examples/...] may",
+				"Owners": "advisory imports github.com/lib/pq; only [pgtest examples/...] may",
 			},
 		},
 		{
 			name: "CoreReachesADriverThroughInternal",
-			edit: map[string][]string{m("internal/sqltext"): {m("internal/pgtest")}},
-			want: map[string]string{"Light": "advisory → internal/sqltext → internal/pgtest → github.com/lib/pq"},
+			edit: map[string][]string{m("internal/sqltext"): {m("pgtest")}},
+			want: map[string]string{"Light": "advisory → internal/sqltext → pgtest → github.com/lib/pq"},
 		},
 		{
 			name: "CoreImportsATransport",
@@ -447,6 +447,7 @@ func TestMatch(t *testing.T) {
 		{"internal/...", "internal/sqltext/sub", true},
 		{"internal/...", "internal", false},
 		{"internal/...", "internalx/pgtest", false},
+		{"internal/...", "pgtest", false},
 		{"examples/...", "examples/workers", true},
 	}
 	for _, tt := range tests {

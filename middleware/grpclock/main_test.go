@@ -3,7 +3,7 @@ package grpclock_test
 import (
 	"testing"
 
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }

@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
 	"github.com/pgadvisory/pgadvisory/middleware/httplock"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // idemApp is a payments service behind Idempotent: POST /payments/{id}

@@ -20,8 +20,8 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
 	"github.com/pgadvisory/pgadvisory/middleware/httplock"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // safetyNet bounds every wait in the integration tests, so that a broken

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
 	"github.com/pgadvisory/pgadvisory/middleware/httplock"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // TestIntegrationTxOptions checks, on real servers, that TxOptions reach

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pgadvisory/pgadvisory/internal/pgtest"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // ciImages is the image list that ci/test.sh sets.

@@ -1,10 +1,11 @@
 // Package pgtest hands tests and examples a disposable PostgreSQL, so that
 // every integration test runs against real servers on both database/sql
-// drivers the library supports.
+// drivers the library supports: yours as well as the library's own.
 //
-// It is internal: only the module's tests and examples import it, and it may
-// import drivers, testing and Docker clients that the library itself never
-// imports.
+// It imports the drivers, the testing package and a Docker client
+// (github.com/ory/dockertest/v3), none of which the library's packages
+// import: only test code and programs that start a throwaway server should
+// import pgtest.
 //
 // # Where the servers come from
 //
