@@ -33,8 +33,9 @@ var light = map[string][]string{
 	"advisory/semaphore":   {"advisory", "internal/..."},
 	"advisory/idempotency": {"advisory", "internal/..."},
 	// The net/http middleware needs nothing but the core, and the
-	// idempotency helper its Idempotent middleware is built on.
-	"middleware/httplock": {"advisory", "advisory/idempotency", "internal/..."},
+	// idempotency helper its Idempotent middleware is built on, and the code
+	// the transports share.
+	"middleware/httplock": {"advisory", "advisory/idempotency", "internal/...", "middleware/internal/..."},
 }
 
 // mustExist lists the light packages whose absence means the check saw too
@@ -64,8 +65,13 @@ var owners = map[string][]string{
 }
 
 // transports are the packages that carry a lock across a protocol. None may
-// depend on another, directly or through another package.
+// depend on another, directly or through another package. The code they
+// share, under middleware/internal, is not a transport.
 var transports = []string{"middleware/..."}
+
+// transportShared holds the transports' shared code, which every transport
+// may import.
+var transportShared = []string{"middleware/internal/..."}
 
 // nobodyImports lists the packages no package may import: programs.
 var nobodyImports = []string{"cmd/...", "examples/..."}
@@ -255,9 +261,9 @@ func violations(pkgs map[string]*pkg) map[string][]string {
 			}
 		}
 
-		if matchAny(transports, rel) {
+		if matchAny(transports, rel) && !matchAny(transportShared, rel) {
 			for _, d := range deps(pkgs, p) {
-				if drel, ok := ours(d); ok && drel != rel && matchAny(transports, drel) {
+				if drel, ok := ours(d); ok && drel != rel && matchAny(transports, drel) && !matchAny(transportShared, drel) {
 					add("Transports", "transport %s depends on transport %s: %s", rel, drel, path(pkgs, p, d))
 				}
 			}
@@ -312,9 +318,9 @@ func TestImportsCatch(t *testing.T) {
 	base := map[string][]string{
 		m("advisory"):                    {"context", m("internal/sqltext")},
 		m("internal/sqltext"):            {"strings"},
-		m("internal/reqlock"):            {m("advisory")},
+		m("middleware/internal/reqlock"): {m("advisory")},
 		m("pgtest"):                      {"github.com/lib/pq", "github.com/jackc/pgx/v5/stdlib"},
-		m("middleware/httplock"):         {"net/http", m("advisory"), m("internal/reqlock")},
+		m("middleware/httplock"):         {"net/http", m("advisory"), m("middleware/internal/reqlock")},
 		m("middleware/grpclock"):         {m("advisory"), "google.golang.org/grpc"},
 		m("sqlxlock"):                    {m("advisory"), "github.com/jmoiron/sqlx"},
 		m("mock"):                        {"github.com/DATA-DOG/go-sqlmock"},

@@ -3,7 +3,7 @@ package grpclock
 import (
 	"fmt"
 
-	"github.com/pgadvisory/pgadvisory/internal/reqlock"
+	"github.com/pgadvisory/pgadvisory/middleware/internal/reqlock"
 )
 
 // The errors a [KeyFunc] or [StreamKeyFunc] may return to steer the

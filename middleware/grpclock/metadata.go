@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/reqlock"
+	"github.com/pgadvisory/pgadvisory/middleware/internal/reqlock"
 )
 
 // MetadataKey returns a StreamKeyFunc that reads the incoming metadata

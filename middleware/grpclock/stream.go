@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/reqlock"
+	"github.com/pgadvisory/pgadvisory/middleware/internal/reqlock"
 )
 
 // StreamServerInterceptor returns an interceptor that runs each streaming

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/pgadvisory/pgadvisory/internal/reqlock"
+	"github.com/pgadvisory/pgadvisory/middleware/internal/reqlock"
 )
 
 // The errors a [KeyFunc] may return to steer [XactLock], and the classes

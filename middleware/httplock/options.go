@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/pgadvisory/pgadvisory/internal/reqlock"
+	"github.com/pgadvisory/pgadvisory/middleware/internal/reqlock"
 )
 
 // An Option changes how [XactLock] takes its lock, ends its transaction and

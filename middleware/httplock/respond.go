@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/reqlock"
+	"github.com/pgadvisory/pgadvisory/middleware/internal/reqlock"
 )
 
 // StatusClientClosedRequest is the status the default error handler

@@ -7,7 +7,7 @@ import (
 	"net/http"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/reqlock"
+	"github.com/pgadvisory/pgadvisory/middleware/internal/reqlock"
 )
 
 // XactLock returns middleware that runs each request in a transaction

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pgadvisory/pgadvisory/internal/reqlock"
 	"github.com/pgadvisory/pgadvisory/middleware/grpclock"
 	"github.com/pgadvisory/pgadvisory/middleware/httplock"
+	"github.com/pgadvisory/pgadvisory/middleware/internal/reqlock"
 )
 
 // TestSentinels checks that each transport's ErrNoLock and ErrBadKey name

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/reqlock"
+	"github.com/pgadvisory/pgadvisory/middleware/internal/reqlock"
 	"github.com/pgadvisory/pgadvisory/mock"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pgadvisory/pgadvisory/internal/reqlock"
+	"github.com/pgadvisory/pgadvisory/middleware/internal/reqlock"
 )
 
 func TestParseID(t *testing.T) {
