@@ -103,8 +103,8 @@ echo "all files formatted"
 
 step "go mod tidy"
 # go.mod and go.sum must be what go mod tidy makes of them, in the library's
-# module and in the comparison benchmarks' (ci/bench).
-for mod in . ci/bench; do
+# module, the examples' and the comparison benchmarks' (ci/bench).
+for mod in . examples ci/bench; do
 	if ! tidy="$(cd "$mod" && go mod tidy -diff 2>&1)"; then
 		echo "test: error: go mod tidy -diff failed in $mod: go.mod or go.sum is not tidy (run go mod tidy), or the check could not run:" >&2
 		printf '%s\n' "$tidy" | grep -v '^go: downloading ' | sed 's/^/    /' >&2
@@ -116,6 +116,7 @@ phase_done "go mod tidy"
 
 step "go vet"
 go vet ./...
+(cd examples && go vet ./...)
 (cd ci/bench && go vet ./...)
 phase_done "go vet"
 
@@ -130,6 +131,7 @@ fi
 rm -f "$staticcheck_log"
 if pinned_staticcheck; then
 	"$staticcheck" ./...
+	(cd examples && "$staticcheck" ./...)
 	(cd ci/bench && "$staticcheck" ./...)
 	echo "staticcheck $staticcheck_version: clean"
 elif under_ci; then
@@ -152,7 +154,12 @@ log="$work/test.log"
 go build -o "$work/testreport" ./ci/testreport
 start=$SECONDS
 status=0
-go test -race -count=1 -timeout 25m -json "$@" ./... 2>&1 | "$work/testreport" "$log" >"$work/slowest" || status=$?
+# The examples are a module of their own (examples/go.mod), so that their
+# dependencies stay out of the library's; their tests run in the same stream.
+{
+	go test -race -count=1 -timeout 25m -json "$@" ./... 2>&1
+	(cd examples && go test -race -count=1 -timeout 25m -json "$@" ./... 2>&1)
+} | "$work/testreport" "$log" >"$work/slowest" || status=$?
 
 grep -E '^(ok|FAIL|\?)[[:space:]]' "$log" || true
 echo

@@ -7,7 +7,7 @@
 // does not know yet, and writes too: the store refuses its write, because
 // its token is older than the last one the store accepted.
 //
-//	go run ./examples/fencing [-driver pq|pgx]
+//	go -C examples run ./fencing [-driver pq|pgx]
 //
 // It uses the database in DATABASE_URL when that is set. Otherwise it
 // starts a disposable PostgreSQL (in Docker, or from local initdb and

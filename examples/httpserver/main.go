@@ -7,7 +7,7 @@
 // same order gets 409 Conflict with Retry-After, and requests for other
 // orders go ahead. A malformed id gets 400.
 //
-//	go run ./examples/httpserver [-driver pq|pgx] [-addr 127.0.0.1:8080] [-hold 5s]
+//	go -C examples run ./httpserver [-driver pq|pgx] [-addr 127.0.0.1:8080] [-hold 5s]
 //	curl -i -X POST http://127.0.0.1:8080/orders/42
 //
 // With -hold, each payment holds its order's lock that long, as slow work

@@ -9,7 +9,7 @@
 // moment later. At the end the program checks in the database that every
 // deposit was applied exactly once.
 //
-//	go run ./examples/idempotent [-driver pq|pgx] [-messages 50] [-copies 5] [-consumers 8]
+//	go -C examples run ./idempotent [-driver pq|pgx] [-messages 50] [-copies 5] [-consumers 8]
 //
 // It uses the database in DATABASE_URL when that is set, creating and
 // then dropping tables of its own. Otherwise it starts a disposable

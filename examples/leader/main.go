@@ -3,7 +3,7 @@
 // its back (as a crash or a failover would end it) another takes over
 // within milliseconds, with a higher fencing token.
 //
-//	go run ./examples/leader [-driver pq|pgx] [-takeovers 2]
+//	go -C examples run ./leader [-driver pq|pgx] [-takeovers 2]
 //
 // It uses the database in DATABASE_URL when that is set. Otherwise it
 // starts a disposable PostgreSQL (in Docker, or from local initdb and

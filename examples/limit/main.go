@@ -4,7 +4,7 @@
 // pool here for brevity; in production they would be separate processes,
 // and the limit would hold the same way.
 //
-//	go run ./examples/limit [-driver pq|pgx] [-workers 12] [-slots 3] [-jobs 5]
+//	go -C examples run ./limit [-driver pq|pgx] [-workers 12] [-slots 3] [-jobs 5]
 //
 // It uses the database in DATABASE_URL when that is set. Otherwise it
 // starts a disposable PostgreSQL (in Docker, or from local initdb and

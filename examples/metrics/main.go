@@ -5,7 +5,7 @@
 // It takes a few locks, one of them on a key that is busy, and then prints
 // what a Prometheus server scraping /metrics would read.
 //
-//	go run ./examples/metrics [-driver pq|pgx] [-listen :9100]
+//	go -C examples run ./metrics [-driver pq|pgx] [-listen :9100]
 //
 // With -listen it keeps serving /metrics until interrupted. It uses the
 // database in DATABASE_URL when that is set; otherwise it starts a

@@ -14,7 +14,7 @@
 // scope returns an error matching [advisory.ErrLockLost]; the next runner
 // carries on from the last committed step.
 //
-//	go run ./examples/migrate [-driver pq|pgx] [-runners 2]
+//	go -C examples run ./migrate [-driver pq|pgx] [-runners 2]
 //
 // It uses the database in DATABASE_URL when that is set, creating and then
 // dropping a schema of its own. Otherwise it starts a disposable PostgreSQL

@@ -7,7 +7,7 @@
 // others skip it. The lock ends when the job's transaction commits. At the
 // end the program counts in the database how often each job ran.
 //
-//	go run ./examples/workers [-driver pq|pgx] [-jobs 200] [-workers 8]
+//	go -C examples run ./workers [-driver pq|pgx] [-jobs 200] [-workers 8]
 //
 // It uses the database in DATABASE_URL when that is set, creating and then
 // dropping a schema of its own. Otherwise it starts a disposable PostgreSQL

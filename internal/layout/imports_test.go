@@ -59,9 +59,6 @@ var owners = map[string][]string{
 	"github.com/lib/pq":              {"pgtest", "examples/..."},
 	"github.com/jackc/pgx/v5":        {"pgtest", "examples/...", "cmd/..."},
 	"github.com/ory/dockertest/v3":   {"pgtest"},
-	// The metrics example shows observations exported to Prometheus; the
-	// library itself stays free of it.
-	"github.com/prometheus/client_golang": {"examples/metrics"},
 }
 
 // transports are the packages that carry a lock across a protocol. None may
