@@ -143,23 +143,40 @@ fi
 phase_done staticcheck
 
 step "go test"
-# Verbose output goes to a log; the terminal gets the package results, the
-# matrix of servers and drivers the integration tests ran on, and, when
-# something fails, everything but the passing noise.
-# ci/testreport turns go test's events into that log, and prints the
-# slowest tests.
+# Verbose output goes to a log, which stays after the run (in ci/logs/,
+# which git ignores, or at PGADVISORY_TEST_LOG) for CI to show or keep;
+# the terminal gets the package results, the matrix of servers and drivers
+# the integration tests ran on, and, when something fails, everything but
+# the passing noise. ci/testreport turns go test's events into that log,
+# and reports the slowest tests, every skipped test with its reason, every
+# failed one, and the totals.
 work="$(mktemp -d -t pgadvisory-test.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
-log="$work/test.log"
+log="${PGADVISORY_TEST_LOG:-$root/ci/logs/test.log}"
+mkdir -p "$(dirname "$log")"
+report="${log%.log}.report"
 go build -o "$work/testreport" ./ci/testreport
 start=$SECONDS
 status=0
 # The examples are a module of their own (examples/go.mod), so that their
-# dependencies stay out of the library's; their tests run in the same stream.
+# dependencies stay out of the library's; their tests run in the same stream,
+# with the same flags. Package arguments ("./advisory/") name the library's
+# packages, so the examples' run leaves them out.
+example_args=()
+for arg in "$@"; do
+	case "$arg" in
+	./* | ../*) ;;
+	*) example_args+=("$arg") ;;
+	esac
+done
+# Either run's failure fails the stream: a group's own status would be its
+# last command's alone.
 {
-	go test -race -count=1 -timeout 25m -json "$@" ./... 2>&1
-	(cd examples && go test -race -count=1 -timeout 25m -json "$@" ./... 2>&1)
-} | "$work/testreport" "$log" >"$work/slowest" || status=$?
+	rc=0
+	go test -race -count=1 -timeout 25m -json "$@" ./... 2>&1 || rc=$?
+	(cd examples && go test -race -count=1 -timeout 25m -json ${example_args[@]+"${example_args[@]}"} ./... 2>&1) || rc=$?
+	exit "$rc"
+} | "$work/testreport" "$log" >"$report" || status=$?
 
 grep -E '^(ok|FAIL|\?)[[:space:]]' "$log" || true
 echo
@@ -167,14 +184,14 @@ echo "integration tests and subtests passed, per server/driver:"
 grep -E -- '--- PASS: ' "$log" |
 	grep -oE '/pg[0-9]+(-[0-9]+)?/(pgx-cancel|pgx|pq)([/ ]|$)' |
 	sed -E 's#^/##; s#[/ ]$##' | sort | uniq -c | sed 's/^/  /' || true
-skipped="$(grep -cE -- '--- SKIP: ' "$log" || true)"
-echo "skipped: ${skipped:-0}"
 if [[ $status -ne 0 ]]; then
 	echo
 	echo "== failures (log without passing tests):"
 	grep -vE '^(=== (RUN|PAUSE|CONT|NAME)|[[:space:]]*--- PASS: )' "$log" | tail -n 400
 fi
 echo
-cat "$work/slowest"
+cat "$report"
 echo "tests took $((SECONDS - start))s"
+echo "log: $log"
+echo "report: $report"
 exit "$status"

@@ -1,8 +1,11 @@
 // Command testreport reads the event stream of `go test -json` on stdin,
 // writes the plain verbose output (what `go test -v` prints) to the file
-// named by its argument, and prints how long the slowest top-level tests
-// took, each from its first event to its last. ci/test.sh runs the tests
-// through it, so that a slow run says where its time went.
+// named by its argument, and prints a report: how long the slowest
+// top-level tests took, each from its first event to its last; every
+// skipped test with the reason it gave; every failed test; and the totals
+// of tests passed, failed and skipped, subtests included. ci/test.sh runs
+// the tests through it, so that a run says where its time went and what
+// it did not test.
 package main
 
 import (
@@ -34,6 +37,23 @@ type span struct {
 	failed      bool
 }
 
+// outcome is how one test or subtest ended.
+type outcome struct {
+	name   string // package-relative: "advisory.TestLock/pg15/pq"
+	reason string // for a skip, the last line the test logged
+}
+
+// result is what read makes of a stream.
+type result struct {
+	spans   []*span
+	passed  int
+	failed  []outcome
+	skipped []outcome
+	// packages whose test binary failed with no failed test of its
+	// own: a build failure, a panic, a timeout, a TestMain's exit.
+	failedPackages []string
+}
+
 // slowest is how many tests the report lists.
 const slowest = 15
 
@@ -47,7 +67,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "testreport:", err)
 		os.Exit(1)
 	}
-	spans, err := read(os.Stdin, log)
+	res, err := read(os.Stdin, log)
 	if cerr := log.Close(); err == nil {
 		err = cerr
 	}
@@ -55,16 +75,18 @@ func main() {
 		fmt.Fprintln(os.Stderr, "testreport:", err)
 		os.Exit(1)
 	}
-	report(os.Stdout, spans)
+	report(os.Stdout, res)
 }
 
-// read copies the events' output to w and returns the spans of the
-// top-level tests. A line that is not an event (the build's own output)
-// is copied as it is.
-func read(r io.Reader, w io.Writer) ([]*span, error) {
+// read copies the events' output to w and returns what the stream
+// reports. A line that is not an event (the build's own output) is copied
+// as it is.
+func read(r io.Reader, w io.Writer) (*result, error) {
 	bw := bufio.NewWriter(w)
+	res := &result{}
 	byName := map[string]*span{}
-	var spans []*span
+	lastLine := map[string]string{}  // by test: what it logged last
+	failedTests := map[string]bool{} // by package: a test of it failed
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
 	for sc.Scan() {
@@ -75,16 +97,37 @@ func read(r io.Reader, w io.Writer) ([]*span, error) {
 			continue
 		}
 		bw.WriteString(e.Output)
-		if e.Test == "" || e.Time.IsZero() {
+		pkg := shortPackage(e.Package)
+		if e.Test == "" {
+			if e.Action == "fail" && !failedTests[pkg] {
+				res.failedPackages = append(res.failedPackages, pkg)
+			}
+			continue
+		}
+		name := pkg + "." + e.Test
+		switch e.Action {
+		case "output":
+			if line := logged(e.Output); line != "" {
+				lastLine[name] = line
+			}
+		case "pass":
+			res.passed++
+		case "fail":
+			res.failed = append(res.failed, outcome{name: name})
+			failedTests[pkg] = true
+		case "skip":
+			res.skipped = append(res.skipped, outcome{name: name, reason: lastLine[name]})
+		}
+		if e.Time.IsZero() {
 			continue
 		}
 		top, _, _ := strings.Cut(e.Test, "/")
-		name := shortPackage(e.Package) + "." + top
-		s := byName[name]
+		topName := pkg + "." + top
+		s := byName[topName]
 		if s == nil {
-			s = &span{name: name, first: e.Time}
-			byName[name] = s
-			spans = append(spans, s)
+			s = &span{name: topName, first: e.Time}
+			byName[topName] = s
+			res.spans = append(res.spans, s)
 		}
 		if e.Action == "cont" && e.Test == top {
 			// A parallel top-level test starts running now.
@@ -96,12 +139,27 @@ func read(r io.Reader, w io.Writer) ([]*span, error) {
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
-	return spans, bw.Flush()
+	return res, bw.Flush()
 }
 
-// report prints the slowest spans, longest first.
-func report(w io.Writer, spans []*span) {
-	slices.SortFunc(spans, func(a, b *span) int {
+// logged returns a line of a test's output that the test itself logged,
+// trimmed, or "" for the lines go test adds ("=== RUN", "--- SKIP" and
+// the like).
+func logged(output string) string {
+	line := strings.TrimSpace(output)
+	for _, p := range []string{"=== ", "--- "} {
+		if strings.HasPrefix(line, p) {
+			return ""
+		}
+	}
+	return line
+}
+
+// report prints the slowest spans, longest first, the skipped and failed
+// tests, and the totals.
+func report(w io.Writer, res *result) {
+	spans := slices.Clone(res.spans)
+	slices.SortStableFunc(spans, func(a, b *span) int {
 		return cmp.Compare(b.last.Sub(b.first), a.last.Sub(a.first))
 	})
 	fmt.Fprintf(w, "slowest tests (first to last event, parallel subtests included):\n")
@@ -112,6 +170,30 @@ func report(w io.Writer, spans []*span) {
 		}
 		fmt.Fprintf(w, "  %7.1fs  %s%s\n", s.last.Sub(s.first).Seconds(), s.name, mark)
 	}
+	if len(res.skipped) > 0 {
+		fmt.Fprintf(w, "skipped tests:\n")
+		for _, o := range res.skipped {
+			if o.reason == "" {
+				fmt.Fprintf(w, "  %s\n", o.name)
+				continue
+			}
+			fmt.Fprintf(w, "  %s: %s\n", o.name, o.reason)
+		}
+	}
+	if len(res.failed) > 0 {
+		fmt.Fprintf(w, "failed tests:\n")
+		for _, o := range res.failed {
+			fmt.Fprintf(w, "  %s\n", o.name)
+		}
+	}
+	if len(res.failedPackages) > 0 {
+		fmt.Fprintf(w, "failed packages with no failed test (a build failure, a panic or a timeout; see the log):\n")
+		for _, p := range res.failedPackages {
+			fmt.Fprintf(w, "  %s\n", p)
+		}
+	}
+	fmt.Fprintf(w, "totals, subtests included: %d passed, %d failed, %d skipped\n",
+		res.passed, len(res.failed), len(res.skipped))
 }
 
 // shortPackage drops the module path from a package's import path.
