@@ -133,6 +133,17 @@ func checkKey(key string) error {
 // returned wrapped, with a zero Result; nothing was committed then, unless
 // the commit itself failed in doubt, which the next delivery finds out.
 //
+// When ctx ends during the run, Run does not wait for the server: the
+// operation's lock ends when the server has rolled the transaction back,
+// which can be a moment after Run returned. A driver that closes the connection instead
+// of rolling back, as pgx's does once the transaction's context has ended,
+// leaves the rollback to the server, which does it when it notices the
+// connection gone: usually within tens of milliseconds, on a loaded server
+// up to seconds later. A delivery in that moment gets InProgress, although
+// nothing of the cancelled run will commit; one with [Wait] waits for the
+// rollback and then runs fn. Retry with Wait, or treat InProgress as
+// "redeliver later", as for any other run in progress.
+//
 // If the table is missing, Run creates it with [Setup] first, unless
 // [NoCreate] is given. Run itself needs SELECT and INSERT on the table.
 func Run(ctx context.Context, db *sql.DB, key string, fn Func, opts ...Option) (Result, error) {

@@ -224,29 +224,43 @@ func TestRunOutcomesIntegration(t *testing.T) {
 
 		t.Run("CancelledMidRun", func(t *testing.T) {
 			// The client goes away while fn works: nothing is
-			// committed, and the next delivery runs.
-			cctx, ccancel := context.WithCancel(ctx)
-			_, err := idempotency.Run(cctx, db, k("d"), func(ctx context.Context, tx *sql.Tx) ([]byte, error) {
-				ccancel()
-				return []byte("lost"), nil
-			}, table)
-			if !errors.Is(err, context.Canceled) {
-				t.Fatalf("Run = %v, want context.Canceled", err)
-			}
-			// The cancelled transaction's lock ends when the server
-			// has rolled it back, which it may do a moment after Run
-			// returned: until then the next delivery finds the
-			// operation in progress.
-			var res idempotency.Result
-			err = pgtest.Poll(10*time.Millisecond, func() (bool, error) {
-				res, err = idempotency.Run(ctx, db, k("d"), fn("again"), table)
-				if errors.Is(err, idempotency.ErrInProgress) {
-					return false, nil
-				}
-				return true, err
-			})
-			if err != nil || res.Outcome != idempotency.Ran || string(res.Value) != "again" {
-				t.Fatalf("next delivery = %+v, %v; want Ran", res, err)
+			// committed, and the next delivery runs. Until the server
+			// has rolled the cancelled transaction back, which it may
+			// do a moment after Run returned (pgx closes the
+			// connection instead of rolling back), a delivery without
+			// Wait may find the operation in progress, as Run's
+			// documentation says; a delivery with Wait waits for the
+			// rollback and runs.
+			for _, tc := range []struct {
+				name string
+				wait bool
+			}{
+				{"RetryAtOnce", false},
+				{"RetryWithWait", true},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					op := k("d-" + tc.name)
+					cctx, ccancel := context.WithCancel(ctx)
+					_, err := idempotency.Run(cctx, db, op, func(ctx context.Context, tx *sql.Tx) ([]byte, error) {
+						ccancel()
+						return []byte("lost"), nil
+					}, table)
+					if !errors.Is(err, context.Canceled) {
+						t.Fatalf("Run = %v, want context.Canceled", err)
+					}
+					opts := []idempotency.Option{table}
+					if tc.wait {
+						opts = append(opts, idempotency.Wait(pgtest.PollTimeout))
+					}
+					res, err := idempotency.Run(ctx, db, op, fn("again"), opts...)
+					if !tc.wait && errors.Is(err, idempotency.ErrInProgress) && res.Outcome == idempotency.InProgress {
+						t.Logf("the delivery right after the cancel found the operation in progress")
+						res, err = idempotency.Run(ctx, db, op, fn("again"), table, idempotency.Wait(pgtest.PollTimeout))
+					}
+					if err != nil || res.Outcome != idempotency.Ran || string(res.Value) != "again" {
+						t.Fatalf("next delivery = %+v, %v; want Ran", res, err)
+					}
+				})
 			}
 		})
 
