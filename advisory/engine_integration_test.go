@@ -107,7 +107,7 @@ func TestEngineIntegration(t *testing.T) {
 				return l.Release(ctx)
 			}},
 			{"Locker", func(db *sql.DB) error {
-				lk, err := advisory.NewLocker(db, advisory.MaxConns(1), advisory.Heartbeat(time.Minute))
+				lk, err := advisory.NewLocker(db, advisory.LockerConfig{MaxConns: 1, Heartbeat: time.Minute})
 				if err != nil {
 					return err
 				}

@@ -12,7 +12,7 @@ var (
 	ErrNotAcquired = scope.ErrNotAcquired
 
 	// ErrLockTimeout means the server ended a wait before the lock was
-	// granted: a bounded wait ([Timeout]) ran out (SQLSTATE 55P03), or the
+	// granted: a bounded wait ([Wait]) ran out (SQLSTATE 55P03), or the
 	// server cancelled the waiting statement while ctx was still live
 	// (SQLSTATE 57014), as a statement_timeout shorter than the wait does.
 	ErrLockTimeout = scope.ErrLockTimeout
@@ -66,6 +66,11 @@ var (
 	// is an [*EngineError], which names the engine and says why; see
 	// docs/engines.md.
 	ErrUnsupportedEngine = scope.ErrUnsupportedEngine
+
+	// ErrBadOption means an option's value is out of range, such as a
+	// negative [Wait] or a [Heartbeat] under a millisecond. Nothing was
+	// sent to the server.
+	ErrBadOption = scope.ErrBadOption
 )
 
 // An EngineError refuses a lock on an engine where it cannot be real. It

@@ -226,7 +226,7 @@ func TestLockTableFullIntegration(t *testing.T) {
 				t.Run("Locker", func(t *testing.T) {
 					// A Locker's try fails alone: the connection, and
 					// the leases already on it, go on.
-					lk := newLocker(t, db, advisory.MaxConns(2))
+					lk := newLocker(t, db, advisory.LockerConfig{MaxConns: 2})
 					var ls []*advisory.Lease
 					var err error
 					for _, k := range keys {
@@ -337,20 +337,12 @@ func TestBadInputIntegration(t *testing.T) {
 			{"WithSessionLockNilDB", "nil", func() error { return advisory.WithSessionLock(ctx, noDB, k, sfn) }},
 			{"WithXactLockNilFn", "nil", func() error { return advisory.WithXactLock(ctx, db, k, nil) }},
 			{"WithSessionLockNilFn", "nil", func() error { return advisory.WithSessionLock(ctx, db, k, nil) }},
-			{"WithXactLockTimeoutZero", "Timeout", func() error { return advisory.WithXactLock(ctx, db, k, fn, advisory.Timeout(0)) }},
-			{"WithSessionLockTimeoutZero", "Timeout", func() error { return advisory.WithSessionLock(ctx, db, k, sfn, advisory.Timeout(0)) }},
-			{"WithXactLockTimeoutNegative", "Timeout", func() error { return advisory.WithXactLock(ctx, db, k, fn, advisory.Timeout(-time.Second)) }},
-			{"WithSessionLockTimeoutNegative", "Timeout", func() error {
-				return advisory.WithSessionLock(ctx, db, k, sfn, advisory.Timeout(-time.Second))
+			{"WithXactLockWaitNegative", "Wait", func() error { return advisory.WithXactLock(ctx, db, k, fn, advisory.Wait(-time.Second)) }},
+			{"WithSessionLockWaitNegative", "Wait", func() error {
+				return advisory.WithSessionLock(ctx, db, k, sfn, advisory.Wait(-time.Second))
 			}},
-			{"WithXactLockTimeoutTooLong", "Timeout", func() error { return advisory.WithXactLock(ctx, db, k, fn, advisory.Timeout(1000*time.Hour)) }},
-			{"WithXactLockTryAndTimeout", "Try", func() error {
-				return advisory.WithXactLock(ctx, db, k, fn, advisory.Try(), advisory.Timeout(time.Second))
-			}},
-			{"WithSessionLockTryAndTimeout", "Try", func() error {
-				return advisory.WithSessionLock(ctx, db, k, sfn, advisory.Timeout(time.Second), advisory.Try())
-			}},
-			{"ParseKey", "malformed", func() error { _, err := advisory.ParseKey("1:x"); return err }},
+			{"WithXactLockWaitTooLong", "Wait", func() error { return advisory.WithXactLock(ctx, db, k, fn, advisory.Wait(1000*time.Hour)) }},
+			{"ParseKey", "malformed", func() error { _, err := advisory.ParseKey("1:2:3"); return err }},
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {

@@ -62,14 +62,14 @@ func ExampleWithSessionLock() {
 	migrations := advisory.PairKey(1, 1)
 	db := exampleDB(func(m sqlmock.Sqlmock) {
 		// The lock, granted, then the release.
-		mock.ExpectWithSessionLock(m, migrations, mock.Release, advisory.Timeout(5*time.Second))
+		mock.ExpectWithSessionLock(m, migrations, mock.Release, advisory.Wait(5*time.Second))
 	})
 	defer db.Close()
 
 	err := advisory.WithSessionLock(context.Background(), db, migrations, func(ctx context.Context, conn *sql.Conn) error {
 		fmt.Println("migrating while holding", migrations)
 		return nil
-	}, advisory.Timeout(5*time.Second))
+	}, advisory.Wait(5*time.Second))
 	fmt.Println("done:", err)
 	// Output:
 	// migrating while holding 1:1
@@ -188,7 +188,7 @@ func ExampleNewLocker() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	locker, err := advisory.NewLocker(db, advisory.MaxConns(4))
+	locker, err := advisory.NewLocker(db, advisory.LockerConfig{MaxConns: 4})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -78,7 +78,7 @@ func TestFencingOneSequenceIntegration(t *testing.T) {
 		}
 		lockers := make([]*advisory.Locker, len(clients))
 		for i, db := range clients {
-			lk, err := advisory.NewLocker(db)
+			lk, err := advisory.NewLocker(db, advisory.LockerConfig{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -187,7 +187,7 @@ func TestFencingPrivilegeIntegration(t *testing.T) {
 			}
 		})
 		limited := tg.Server.WithDSN(t, func(u *url.URL) { u.User = url.User(role) }).Open(t, tg.Driver)
-		lk, err := advisory.NewLocker(limited)
+		lk, err := advisory.NewLocker(limited, advisory.LockerConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,7 +205,7 @@ func TestFencingPrivilegeIntegration(t *testing.T) {
 			if err := advisory.Lock(ctx, conn, key); err != nil {
 				t.Fatal(err)
 			}
-			_, errWatch := advisory.Watch(ctx, conn, key, advisory.Fencing())
+			_, errWatch := advisory.Watch(ctx, conn, key, advisory.WatchConfig{Fencing: true})
 			for _, c := range []struct {
 				name, want string
 				err        error

@@ -154,7 +154,7 @@ func TestFencingSyncCommitIntegration(t *testing.T) {
 				if err := advisory.Lock(ctx, conn, key); err != nil {
 					t.Fatal(err)
 				}
-				l, err := advisory.Watch(ctx, conn, key, advisory.Fencing())
+				l, err := advisory.Watch(ctx, conn, key, advisory.WatchConfig{Fencing: true})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -221,7 +221,7 @@ func TestFencingCrashIntegration(t *testing.T) {
 						s.Crash(t)
 					}
 					check("Acquire", pgToken(t, db, keys.next()))
-					lk, err := advisory.NewLocker(db)
+					lk, err := advisory.NewLocker(db, advisory.LockerConfig{})
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -260,7 +260,7 @@ func watchInBlock(t *testing.T, db *sql.DB, key advisory.Key) int64 {
 	if err := advisory.Lock(ctx, conn, key); err != nil {
 		t.Fatal(err)
 	}
-	l, err := advisory.Watch(ctx, conn, key, advisory.Fencing())
+	l, err := advisory.Watch(ctx, conn, key, advisory.WatchConfig{Fencing: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -129,7 +129,7 @@ var frozenCases = []frozenCase{
 	{name: "LockerTimeout", mayTake: true, setup: func(t *testing.T, db *sql.DB, key advisory.Key) func(context.Context) error {
 		lk := openLocker(t, db, time.Second)
 		return func(ctx context.Context) error {
-			l, err := lk.Acquire(ctx, key, advisory.Timeout(time.Second))
+			l, err := lk.Acquire(ctx, key, advisory.Wait(time.Second))
 			if err == nil {
 				_ = l.Release(ctx)
 			}
@@ -177,11 +177,7 @@ var frozenCases = []frozenCase{
 // the heartbeat hb (the default when 0); it closes at t's cleanup.
 func openLocker(t *testing.T, db *sql.DB, hb time.Duration) *advisory.Locker {
 	t.Helper()
-	opts := []advisory.Option{advisory.MaxConns(1)}
-	if hb > 0 {
-		opts = append(opts, advisory.Heartbeat(hb))
-	}
-	lk, err := advisory.NewLocker(db, opts...)
+	lk, err := advisory.NewLocker(db, advisory.LockerConfig{MaxConns: 1, Heartbeat: hb})
 	if err != nil {
 		t.Fatal(err)
 	}

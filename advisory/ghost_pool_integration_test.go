@@ -314,7 +314,7 @@ func TestGhostPoolHygiene(t *testing.T) {
 			if h.variant < 5 {
 				// The scoped helper.
 				h.desc += " with WithSessionLock"
-				var opts []advisory.Option
+				var opts []advisory.LockOption
 				if h.shared {
 					opts = append(opts, advisory.Shared())
 				}
@@ -325,7 +325,7 @@ func TestGhostPoolHygiene(t *testing.T) {
 					waitFn, fnErr = h.critical(ctx, conn, cancel, g)
 					waitFn()
 					return fnErr
-				}, opts...)
+				}, as[advisory.SessionOption](opts)...)
 				if fnErr != nil && !errors.Is(err, fnErr) {
 					return fmt.Errorf("%s: fn returned %v, WithSessionLock %v", h.desc, fnErr, err)
 				}
@@ -399,7 +399,7 @@ func TestGhostXactHygiene(t *testing.T) {
 			ctx, cancel, wait := h.hygieneCtx()
 			defer cancel()
 			defer wait()
-			var opts []advisory.Option
+			var opts []advisory.LockOption
 			if h.shared {
 				opts = append(opts, advisory.Shared())
 			}
@@ -410,7 +410,7 @@ func TestGhostXactHygiene(t *testing.T) {
 				opts = append(opts, advisory.Try())
 				h.desc += " with Try"
 			case bounded:
-				opts = append(opts, advisory.Timeout(h.delay+time.Millisecond))
+				opts = append(opts, advisory.Wait(h.delay+time.Millisecond))
 				h.desc += " with Timeout"
 			}
 			if panicking {
@@ -443,7 +443,7 @@ func TestGhostXactHygiene(t *testing.T) {
 						fnErr = advisory.CommitEarly(ctx)
 					}
 					return fnErr
-				}, opts...)
+				}, as[advisory.XactOption](opts)...)
 			}()
 			if h.point == cancelAfter {
 				cancel()

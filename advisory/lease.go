@@ -59,7 +59,7 @@ var (
 )
 
 // Acquire takes a session lock on key on a connection of its own from db,
-// as [Lock] does (or as [Try], [Timeout] and [Shared] say), and returns
+// as [Lock] does (or as [Try], [Wait] and [Shared] say), and returns
 // the lease that holds it. The lock is released by [Lease.Release], or when
 // the lease is lost. ctx bounds the acquisition only; the lease outlives
 // it, and its context keeps ctx's values.
@@ -87,11 +87,11 @@ var (
 // Acquire returns within ctx's deadline plus [AbortMargin]; a heartbeat
 // that gets no answer within its interval reports the lease lost and
 // closes the session AbortMargin later.
-func Acquire(ctx context.Context, db *sql.DB, key Key, opts ...Option) (*Lease, error) {
+func Acquire(ctx context.Context, db *sql.DB, key Key, opts ...LeaseOption) (*Lease, error) {
 	if db == nil {
 		return nil, errNilDB
 	}
-	o, err := scope.Parse(opts)
+	o, err := parse(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -102,21 +102,43 @@ func Acquire(ctx context.Context, db *sql.DB, key Key, opts ...Option) (*Lease, 
 	return &Lease{key: key, l: l}, nil
 }
 
+// A WatchConfig says how [Watch] watches a lock. Its zero value watches
+// an exclusive lock with the default heartbeat, and takes no token.
+type WatchConfig struct {
+	// Shared says the lock is shared.
+	Shared bool
+	// Heartbeat is the interval of the lease's heartbeat, as for
+	// [Heartbeat]; 0 is the default of 5 seconds.
+	Heartbeat time.Duration
+	// Fencing takes a fencing token, as [Fencing] does for [Acquire].
+	Fencing bool
+	// Observer observes the lease instead of the observer of
+	// [SetObserver], as [WithObserver] does; nil keeps SetObserver's.
+	Observer Observer
+}
+
 // Watch turns the session lock that conn holds on key into a [Lease], for
 // a lock taken some other way than [Acquire], such as one of several keys
 // tried at once. It takes over conn: the lease's heartbeat runs on it, and
 // [Lease.Release] releases every session lock on conn and closes it (or
-// discards the session when in doubt). Pass [Shared] when the lock is
-// shared, and [Heartbeat] and [Fencing] as for Acquire; [Try], [Timeout]
-// and [TxOptions] do not apply. It costs one round trip, which confirms the
-// lock as Acquire's does (on pgx two on a connection's first lease, which
-// prepares the statement); on any error the session is discarded, the lock
-// with it, and conn is closed.
-func Watch(ctx context.Context, conn *sql.Conn, key Key, opts ...Option) (*Lease, error) {
+// discards the session when in doubt); cfg says whether the lock is
+// shared, the heartbeat, and whether to take a fencing token. It costs one
+// round trip, which confirms the lock as Acquire's does (on pgx two on a
+// connection's first lease, which prepares the statement); on any error
+// the session is discarded, the lock with it, and conn is closed.
+func Watch(ctx context.Context, conn *sql.Conn, key Key, cfg WatchConfig) (*Lease, error) {
 	if conn == nil {
 		return nil, errNilConn
 	}
-	o, err := scope.Parse(opts)
+	o := scope.Options{Shared: cfg.Shared, Fencing: cfg.Fencing, Heartbeat: cfg.Heartbeat}
+	if cfg.Observer != nil {
+		o.Hooks = hooks{cfg.Observer}
+	}
+	var err error
+	if cfg.Heartbeat != 0 {
+		o.Watched = true
+		err = o.Check()
+	}
 	if err != nil {
 		scope.Discard(conn)
 		_ = conn.Close()
@@ -208,11 +230,11 @@ func (l *Lease) Release(ctx context.Context) error { return l.l.Release(ctx) }
 // waits for it, and the statement itself reports a lost session; bound
 // fn's statements with ctx or statement_timeout, since a frozen server
 // stalls both.
-func Heartbeat(d time.Duration) Option {
-	return func(o *scope.Options) { o.Heartbeat, o.Watched = d, true }
+func Heartbeat(d time.Duration) SessionOption {
+	return sessionOption(func(o *scope.Options) { o.Heartbeat, o.Watched = d, true })
 }
 
-// Fencing makes [Acquire] and [Watch] take a fencing token, [Lease.Token], in the same
+// Fencing makes [Acquire] and [Locker.Acquire] take a fencing token, [Lease.Token], in the same
 // statement that confirms the lock. Tokens come from the sequence
 // pgadvisory.fencing_token, one per database whatever the session's
 // search_path. The first token taken on a database creates the schema
@@ -233,5 +255,9 @@ func Heartbeat(d time.Duration) Option {
 // which grows at every promotion, so a promoted standby's tokens are
 // greater than every token of the primary it replaced, even those whose
 // WAL it never received ([SplitToken]). The draw after 2^40-1 tokens on a
-// database fails rather than wrap. The scoped helpers ignore Fencing.
-func Fencing() Option { return func(o *scope.Options) { o.Fencing = true } }
+// database fails rather than wrap. [WatchConfig] has a field of the
+// same name.
+func Fencing() LockerOption { return lockerOption(setFencing) }
+
+// setFencing is Fencing's setting.
+func setFencing(o *scope.Options) { o.Fencing = true }

@@ -78,7 +78,7 @@ func TestLeaseIntegration(t *testing.T) {
 			if _, err := advisory.Acquire(ctx, tg.DB, key, advisory.Try()); !errors.Is(err, advisory.ErrNotAcquired) {
 				t.Fatalf("got %v; want ErrNotAcquired", err)
 			}
-			if _, err := advisory.Acquire(ctx, tg.DB, key, advisory.Timeout(50*time.Millisecond)); !errors.Is(err, advisory.ErrLockTimeout) {
+			if _, err := advisory.Acquire(ctx, tg.DB, key, advisory.Wait(50*time.Millisecond)); !errors.Is(err, advisory.ErrLockTimeout) {
 				t.Fatalf("got %v; want ErrLockTimeout", err)
 			}
 		})
@@ -126,7 +126,7 @@ func TestLeaseIntegration(t *testing.T) {
 			if err := advisory.Lock(ctx, conn, key); err != nil {
 				t.Fatal(err)
 			}
-			l, err := advisory.Watch(ctx, conn, key, advisory.Heartbeat(200*time.Millisecond), advisory.Fencing())
+			l, err := advisory.Watch(ctx, conn, key, advisory.WatchConfig{Heartbeat: 200 * time.Millisecond, Fencing: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -139,7 +139,7 @@ func TestLeaseIntegration(t *testing.T) {
 			pgtest.AwaitFree(t, tg.DB, key)
 			// A lock conn does not hold is refused, and conn discarded.
 			conn2 := pgtest.Conn(t, tg.DB)
-			if _, err := advisory.Watch(ctx, conn2, keys.next()); err == nil {
+			if _, err := advisory.Watch(ctx, conn2, keys.next(), advisory.WatchConfig{}); err == nil {
 				t.Fatal("Watch of a lock not held succeeded")
 			}
 		})

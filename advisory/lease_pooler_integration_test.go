@@ -88,7 +88,7 @@ var poolerHolders = []poolerHolder{
 		return l, func() { _ = l.Release(ctx) }, nil
 	}},
 	{"Locker", func(ctx context.Context, t *testing.T, db *sql.DB, key advisory.Key) (*advisory.Lease, func(), error) {
-		lk, err := advisory.NewLocker(db, advisory.Heartbeat(poolerHeartbeat))
+		lk, err := advisory.NewLocker(db, advisory.LockerConfig{Heartbeat: poolerHeartbeat})
 		if err != nil {
 			t.Fatal(err)
 		}

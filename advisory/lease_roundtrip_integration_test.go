@@ -101,16 +101,16 @@ func TestLeaseRoundTripsIntegration(t *testing.T) {
 		})
 
 		t.Run("Locker", func(t *testing.T) {
-			lk := newLocker(t, db, advisory.MaxConns(1), advisory.Heartbeat(time.Hour))
+			lk := newLocker(t, db, advisory.LockerConfig{MaxConns: 1, Heartbeat: time.Hour})
 			// Warm: the Locker's connection is open.
 			first, err := lk.Acquire(ctx, keys.next())
 			if err != nil {
 				t.Fatal(err)
 			}
 			var ls []*advisory.Lease
-			for _, opts := range [][]advisory.Option{nil, {advisory.Try()}, {advisory.Shared()}, {advisory.Timeout(time.Second)}} {
+			for _, opts := range [][]advisory.LockOption{nil, {advisory.Try()}, {advisory.Shared()}, {advisory.Wait(time.Second)}} {
 				check(t, "Locker.Acquire", count(t, func() error {
-					l, err := lk.Acquire(ctx, keys.next(), opts...)
+					l, err := lk.Acquire(ctx, keys.next(), as[advisory.LockerOption](opts)...)
 					ls = append(ls, l)
 					return err
 				}), 1)
@@ -139,7 +139,7 @@ func TestLeaseRoundTripsIntegration(t *testing.T) {
 
 			// One heartbeat proves all the leases on a connection. The
 			// first is prepared by pgx: count from the second.
-			lk = newLocker(t, db, advisory.MaxConns(1), advisory.Heartbeat(hb))
+			lk = newLocker(t, db, advisory.LockerConfig{MaxConns: 1, Heartbeat: hb})
 			for range 5 {
 				if _, err := lk.Acquire(ctx, keys.next()); err != nil {
 					t.Fatal(err)

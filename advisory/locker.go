@@ -4,13 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/pgadvisory/pgadvisory/internal/scope"
 )
 
 // A Locker holds many leases on a few connections. Where [Acquire] pins a
 // connection for each key held, a Locker carries every lease on at most
-// [MaxConns] dedicated connections (4 by default), so one process can hold
+// [LockerConfig.MaxConns] dedicated connections (4 by default), so one process can hold
 // a lock per tenant, per partition or per job, tens of thousands of keys,
 // without running the server out of connections. Its leases are the same
 // [*Lease] that Acquire returns, with the same guarantees: a loss is
@@ -48,7 +49,7 @@ import (
 // rather than queueing fairly among them. Keys that are often contended
 // are better taken with [Acquire] or transaction locks.
 //
-// So a Locker uses at most MaxConns connections to hold its leases, plus
+// So a Locker uses at most [LockerConfig.MaxConns] connections to hold its leases, plus
 // one for each acquisition that is waiting for a busy key at the time; all
 // come from db, within its SetMaxOpenConns.
 //
@@ -70,48 +71,65 @@ type Locker struct {
 	db *sql.DB // for the privilege a fencing token lacks; see explainFencing
 }
 
-// MaxConns sets how many connections a [Locker] holds its leases on, at
-// most; the default is 4. It must be at least 1. The other functions
-// ignore it.
-func MaxConns(n int) Option {
-	return func(o *scope.Options) { o.MaxConns, o.MaxConnsSet = n, true }
-}
-
 // ErrLockerClosed is returned by [Locker.Acquire] after [Locker.Close].
 var ErrLockerClosed = scope.ErrLockerClosed
 
-// NewLocker returns a Locker that holds leases on connections from db. It
-// takes [MaxConns], [Heartbeat] (the interval of each connection's
-// heartbeat; 5 seconds by default) and [WithObserver]; the options of
-// each lease go to [Locker.Acquire]. It opens no connection until the
-// first acquisition.
-func NewLocker(db *sql.DB, opts ...Option) (*Locker, error) {
+// A LockerConfig says how a [Locker] holds its leases. Its zero value
+// holds them on at most 4 connections, each proved by a heartbeat every 5
+// seconds, observed by the observer of [SetObserver].
+type LockerConfig struct {
+	// MaxConns is how many connections the Locker holds its leases on,
+	// at most; 0 is the default of 4.
+	MaxConns int
+	// Heartbeat is the interval of each connection's heartbeat, as for
+	// [Heartbeat]; 0 is the default of 5 seconds.
+	Heartbeat time.Duration
+	// Observer observes the Locker's acquisitions and releases instead of
+	// the observer of [SetObserver], as [WithObserver] does for one call;
+	// nil keeps SetObserver's.
+	Observer Observer
+}
+
+// NewLocker returns a Locker that holds leases on connections from db, as
+// cfg says; the options of each lease go to [Locker.Acquire]. It opens no
+// connection until the first acquisition. A negative MaxConns, or a
+// Heartbeat other than 0 below a millisecond, is an error matching
+// [ErrBadOption].
+func NewLocker(db *sql.DB, cfg LockerConfig) (*Locker, error) {
 	if db == nil {
 		return nil, errNilDB
 	}
-	o, err := scope.Parse(opts)
-	if err != nil {
-		return nil, err
+	switch {
+	case cfg.MaxConns < 0:
+		return nil, fmt.Errorf("%w: LockerConfig.MaxConns (%d) must not be negative", scope.ErrBadOption, cfg.MaxConns)
+	case cfg.Heartbeat != 0 && cfg.Heartbeat < time.Millisecond:
+		return nil, fmt.Errorf("%w: LockerConfig.Heartbeat (%v) must be at least a millisecond", scope.ErrBadOption, cfg.Heartbeat)
 	}
-	if o.Try || o.Bounded || o.Shared || o.Fencing || o.TxOpts != nil {
-		return nil, fmt.Errorf("%w: NewLocker takes MaxConns, Heartbeat and WithObserver; give Try, Timeout, Shared and Fencing to each Acquire", scope.ErrBadOption)
+	n := cfg.MaxConns
+	if n == 0 {
+		n = scope.DefaultMaxConns
 	}
-	n := scope.DefaultMaxConns
-	if o.MaxConnsSet {
-		n = o.MaxConns
+	beat := cfg.Heartbeat
+	if beat == 0 {
+		beat = scope.DefaultHeartbeat
 	}
-	return &Locker{m: scope.NewMux(db, n, o.HeartbeatInterval(), o.Hooks), db: db}, nil
+	var h scope.Hooks
+	if cfg.Observer != nil {
+		h = hooks{cfg.Observer}
+	}
+	return &Locker{m: scope.NewMux(db, n, beat, h), db: db}, nil
 }
 
 // Acquire takes a session lock on key on one of the Locker's connections,
-// as [Lock] does, or as [Try], [Timeout] and [Shared] say, and returns the
-// lease that holds it; [Fencing] gives it a token. The lock is released
+// as [Lock] does, or as its options say ([Try], [Wait], [WaitSlice],
+// [Shared], [WithObserver]), and returns the lease that holds it;
+// [Fencing] gives it a token. The lock is released
 // by [Lease.Release], by [Locker.Close], or when the lease is lost. ctx
 // bounds the acquisition only; the lease outlives it, and its context
 // keeps ctx's values.
 //
 // When the lock is not granted the error matches [ErrNotAcquired],
-// [ErrLockTimeout] (Timeout bounds the whole acquisition: the turn on a
+// [ErrLockTimeout] (Wait bounds the whole acquisition: the turn on a
 // connection, a new connection, and the wait), [ErrLockTableFull],
 // [ErrLockerClosed], or ctx.Err(); a server that is a hot standby gives
 // [ErrStandby], a connection found shared with other clients, as behind a
@@ -134,13 +152,10 @@ func NewLocker(db *sql.DB, opts ...Option) (*Locker, error) {
 // deadline and the heartbeat interval, plus [AbortMargin], and the
 // connection, with every lease on it, is given up (an acquisition whose
 // ctx is still live goes on to another connection).
-func (lk *Locker) Acquire(ctx context.Context, key Key, opts ...Option) (*Lease, error) {
-	o, err := scope.Parse(opts)
+func (lk *Locker) Acquire(ctx context.Context, key Key, opts ...LockerOption) (*Lease, error) {
+	o, err := parse(opts)
 	if err != nil {
 		return nil, err
-	}
-	if o.Watched || o.MaxConnsSet || o.TxOpts != nil {
-		return nil, fmt.Errorf("%w: Locker.Acquire takes Try, Timeout, Shared, Fencing and WithObserver; give MaxConns and Heartbeat to NewLocker", scope.ErrBadOption)
 	}
 	l, err := lk.m.Acquire(ctx, key.sql(), &o)
 	if err != nil {

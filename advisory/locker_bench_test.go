@@ -34,7 +34,7 @@ func BenchmarkLeases(b *testing.B) {
 			}
 		}},
 		{"locker", func(b *testing.B, db *sql.DB) func(ctx context.Context, k advisory.Key) (*advisory.Lease, error) {
-			lk, err := advisory.NewLocker(db)
+			lk, err := advisory.NewLocker(db, advisory.LockerConfig{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -16,9 +16,13 @@ import (
 // where a Locker waits, and what Close leaves.
 
 // newLocker returns a Locker on db, closed at t's end.
-func newLocker(t *testing.T, db *sql.DB, opts ...advisory.Option) *advisory.Locker {
+func newLocker(t *testing.T, db *sql.DB, cfg ...advisory.LockerConfig) *advisory.Locker {
 	t.Helper()
-	lk, err := advisory.NewLocker(db, opts...)
+	var c advisory.LockerConfig
+	if len(cfg) > 0 {
+		c = cfg[0]
+	}
+	lk, err := advisory.NewLocker(db, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +52,7 @@ func TestLockerIntegration(t *testing.T) {
 			t.Parallel()
 			// Each heartbeat must be answered within the interval, or
 			// the lease is lost: an interval a loaded machine answers.
-			lk := newLocker(t, tg.DB, advisory.Heartbeat(500*time.Millisecond))
+			lk := newLocker(t, tg.DB, advisory.LockerConfig{Heartbeat: 500*time.Millisecond})
 			key := keys.nextPair()
 			l, err := lk.Acquire(ctx, key)
 			if err != nil {
@@ -90,7 +94,7 @@ func TestLockerIntegration(t *testing.T) {
 			if _, err := lk.Acquire(ctx, key, advisory.Try()); !errors.Is(err, advisory.ErrNotAcquired) {
 				t.Fatalf("Try on a key another session holds: %v; want ErrNotAcquired", err)
 			}
-			if _, err := lk.Acquire(ctx, key, advisory.Timeout(50*time.Millisecond)); !errors.Is(err, advisory.ErrLockTimeout) {
+			if _, err := lk.Acquire(ctx, key, advisory.Wait(50*time.Millisecond)); !errors.Is(err, advisory.ErrLockTimeout) {
 				t.Fatalf("Timeout on a key another session holds: %v; want ErrLockTimeout", err)
 			}
 			cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
@@ -104,7 +108,7 @@ func TestLockerIntegration(t *testing.T) {
 			t.Parallel()
 			// One session would let a key stack: the Locker arbitrates
 			// its own keys, on any connection.
-			lk := newLocker(t, tg.DB, advisory.MaxConns(1))
+			lk := newLocker(t, tg.DB, advisory.LockerConfig{MaxConns: 1})
 			key := keys.next()
 			l, err := lk.Acquire(ctx, key)
 			if err != nil {
@@ -113,7 +117,7 @@ func TestLockerIntegration(t *testing.T) {
 			if _, err := lk.Acquire(ctx, key, advisory.Try()); !errors.Is(err, advisory.ErrNotAcquired) {
 				t.Fatalf("Try on the Locker's own key: %v; want ErrNotAcquired", err)
 			}
-			if _, err := lk.Acquire(ctx, key, advisory.Timeout(20*time.Millisecond)); !errors.Is(err, advisory.ErrLockTimeout) {
+			if _, err := lk.Acquire(ctx, key, advisory.Wait(20*time.Millisecond)); !errors.Is(err, advisory.ErrLockTimeout) {
 				t.Fatalf("Timeout on the Locker's own key: %v; want ErrLockTimeout", err)
 			}
 			got := make(chan error, 1)
@@ -140,7 +144,7 @@ func TestLockerIntegration(t *testing.T) {
 
 		t.Run("WaitForAnotherSession", func(t *testing.T) {
 			t.Parallel()
-			lk := newLocker(t, tg.DB, advisory.MaxConns(1))
+			lk := newLocker(t, tg.DB, advisory.LockerConfig{MaxConns: 1})
 			key := keys.next()
 			holder := pgtest.Conn(t, tg.DB)
 			if err := advisory.Lock(ctx, holder, key); err != nil {
@@ -179,7 +183,7 @@ func TestLockerIntegration(t *testing.T) {
 
 		t.Run("Shared", func(t *testing.T) {
 			t.Parallel()
-			lk := newLocker(t, tg.DB, advisory.MaxConns(2))
+			lk := newLocker(t, tg.DB, advisory.LockerConfig{MaxConns: 2})
 			key := keys.next()
 			var ls []*advisory.Lease
 			for range 3 {
@@ -239,7 +243,7 @@ func TestLockerIntegration(t *testing.T) {
 			t.Parallel()
 			app := pgtest.UniqueName("advisory-")
 			db := pgtest.OpenApp(t, tg, app)
-			lk := newLocker(t, db, advisory.MaxConns(3))
+			lk := newLocker(t, db, advisory.LockerConfig{MaxConns: 3})
 			var wg sync.WaitGroup
 			ls := make([]*advisory.Lease, 200)
 			for i := range ls {
@@ -270,7 +274,7 @@ func TestLockerIntegration(t *testing.T) {
 			t.Parallel()
 			app := pgtest.UniqueName("advisory-")
 			db := pgtest.OpenApp(t, tg, app)
-			lk, err := advisory.NewLocker(db, advisory.MaxConns(2))
+			lk, err := advisory.NewLocker(db, advisory.LockerConfig{MaxConns: 2})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -302,7 +306,7 @@ func TestLockerIntegration(t *testing.T) {
 
 		t.Run("CloseEndsWaits", func(t *testing.T) {
 			t.Parallel()
-			lk, err := advisory.NewLocker(tg.DB)
+			lk, err := advisory.NewLocker(tg.DB, advisory.LockerConfig{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -345,18 +349,18 @@ func TestLockerIntegration(t *testing.T) {
 
 		t.Run("Options", func(t *testing.T) {
 			t.Parallel()
-			if _, err := advisory.NewLocker(nil); err == nil {
+			if _, err := advisory.NewLocker(nil, advisory.LockerConfig{}); err == nil {
 				t.Fatal("NewLocker(nil) succeeded")
 			}
-			for _, bad := range [][]advisory.Option{{advisory.MaxConns(0)}, {advisory.Try()}, {advisory.Fencing()}, {advisory.Heartbeat(0)}} {
-				if _, err := advisory.NewLocker(tg.DB, bad...); err == nil {
-					t.Errorf("NewLocker with a bad option succeeded")
+			for _, bad := range []advisory.LockerConfig{{MaxConns: -1}, {Heartbeat: time.Microsecond}, {Heartbeat: -time.Second}} {
+				if _, err := advisory.NewLocker(tg.DB, bad); !errors.Is(err, advisory.ErrBadOption) {
+					t.Errorf("NewLocker(%+v): %v, want ErrBadOption", bad, err)
 				}
 			}
 			lk := newLocker(t, tg.DB)
-			for _, bad := range [][]advisory.Option{{advisory.MaxConns(2)}, {advisory.Heartbeat(time.Second)}, {advisory.Try(), advisory.Timeout(time.Second)}} {
-				if _, err := lk.Acquire(ctx, keys.next(), bad...); err == nil {
-					t.Errorf("Acquire with a bad option succeeded")
+			for _, bad := range [][]advisory.LockerOption{{advisory.Wait(-time.Second)}, {advisory.WaitSlice(time.Microsecond)}} {
+				if _, err := lk.Acquire(ctx, keys.next(), bad...); !errors.Is(err, advisory.ErrBadOption) {
+					t.Errorf("Acquire with a bad option: %v, want ErrBadOption", err)
 				}
 			}
 		})

@@ -44,7 +44,7 @@ func TestLockerTenThousandKeysIntegration(t *testing.T) {
 					// On a machine loaded by the rest of the suite that
 					// has taken over a second, the bound a 1 s interval
 					// sets for the answer.
-					lk := newLocker(t, db, advisory.MaxConns(manyConns), advisory.Heartbeat(3*time.Second))
+					lk := newLocker(t, db, advisory.LockerConfig{MaxConns: manyConns, Heartbeat: 3*time.Second})
 					gen := newPGKeys()
 					ls := make([]*advisory.Lease, manyKeys)
 					var next atomic.Int64
@@ -116,7 +116,7 @@ func TestLockerLossIntegration(t *testing.T) {
 		ctx := context.Background()
 		app := pgtest.UniqueName("advisory-")
 		db := pgtest.OpenApp(t, tg, app)
-		lk := newLocker(t, db, advisory.MaxConns(manyConns), advisory.Heartbeat(lockerLossHeartbeat))
+		lk := newLocker(t, db, advisory.LockerConfig{MaxConns: manyConns, Heartbeat: lockerLossHeartbeat})
 		gen := newPGKeys()
 		var got detections
 		for range leaseRuns(t) {
@@ -224,8 +224,8 @@ func TestLockerChaosIntegration(t *testing.T) {
 		// Two Lockers, as two processes would have, compete for the
 		// keys: within one, its own arbitration keeps leases apart.
 		lockers := []*advisory.Locker{
-			newLocker(t, db, advisory.MaxConns(manyConns), advisory.Heartbeat(lossHeartbeat)),
-			newLocker(t, db, advisory.MaxConns(manyConns), advisory.Heartbeat(lossHeartbeat)),
+			newLocker(t, db, advisory.LockerConfig{MaxConns: manyConns, Heartbeat: lossHeartbeat}),
+			newLocker(t, db, advisory.LockerConfig{MaxConns: manyConns, Heartbeat: lossHeartbeat}),
 		}
 		gen := newPGKeys()
 		keys := make([]advisory.Key, 1000)
@@ -248,7 +248,7 @@ func TestLockerChaosIntegration(t *testing.T) {
 				rnd := mrand.New(mrand.NewPCG(uint64(w), uint64(time.Now().UnixNano())))
 				for done.Add(1) <= ops && !t.Failed() {
 					k := keys[rnd.IntN(len(keys))]
-					opts := []advisory.Option{advisory.Fencing()}
+					opts := []advisory.LockerOption{advisory.Fencing()}
 					if rnd.IntN(4) == 0 {
 						opts = append(opts, advisory.Try())
 					}

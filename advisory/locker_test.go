@@ -38,7 +38,7 @@ func TestLockerLosesOnlyMissingKeys(t *testing.T) {
 		sqlmock.NewRows([]string{"classid", "objid", "objsubid", "shared"}).AddRow(int64(0), int64(42), 1, false))
 	m.ExpectExec(sqltext.CarrierRelease(7, 9)).WillReturnResult(sqlmock.NewResult(0, 1))
 
-	lk, err := advisory.NewLocker(db, advisory.MaxConns(1), advisory.Heartbeat(300*time.Millisecond))
+	lk, err := advisory.NewLocker(db, advisory.LockerConfig{MaxConns: 1, Heartbeat: 300*time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestLockerRefusesAnotherSession(t *testing.T) {
 	// No row: the statement ran on a session that is not the
 	// connection's own, as behind a transaction pooler.
 	m.ExpectExec(sqltext.CarrierTry(7, 9, false, sqltext.Key{Bigint: 42})).WillReturnResult(sqlmock.NewResult(0, 0))
-	lk, err := advisory.NewLocker(db, advisory.MaxConns(1))
+	lk, err := advisory.NewLocker(db, advisory.LockerConfig{MaxConns: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,12 +99,12 @@ func SetObserver(o Observer) {
 // WithObserver makes o observe a scoped helper or lease, instead of the
 // observer of [SetObserver]. The plain lock functions have no options, and
 // always use SetObserver's.
-func WithObserver(o Observer) Option {
-	return func(so *scope.Options) {
+func WithObserver(o Observer) LockOption {
+	return lockOption(func(so *scope.Options) {
 		if o != nil {
 			so.Hooks = hooks{o}
 		}
-	}
+	})
 }
 
 // hooks adapts an Observer to what package scope reports.

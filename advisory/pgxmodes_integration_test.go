@@ -52,7 +52,7 @@ func TestPgxExecModesIntegration(t *testing.T) {
 						// The scope's transaction also takes the next key,
 						// in the parameter form, as every transaction on pgx does.
 						k2 := keys[(i+1)%len(keys)]
-						for _, opts := range [][]advisory.Option{{advisory.Try()}, nil} {
+						for _, opts := range [][]advisory.XactOption{{advisory.Try()}, nil} {
 							err := advisory.WithXactLock(ctx, db, k, func(ctx context.Context, tx *sql.Tx) error {
 								if ok, err := advisory.TryXactLock(ctx, tx, k2); err != nil || !ok {
 									t.Errorf("%v: TryXactLock in the scope = %v, %v; want true", k2, ok, err)

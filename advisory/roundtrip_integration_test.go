@@ -197,7 +197,7 @@ func TestRoundTripsIntegration(t *testing.T) {
 				{"WithXactLock", 3, func() error { return advisory.WithXactLock(ctx, db, keys.next(), xfn) }},
 				// Timeout rides in the lock's round trip.
 				{"WithXactLockTimeout", 3, func() error {
-					return advisory.WithXactLock(ctx, db, keys.next(), xfn, advisory.Timeout(time.Second))
+					return advisory.WithXactLock(ctx, db, keys.next(), xfn, advisory.Wait(time.Second))
 				}},
 				// BEGIN, the try, ROLLBACK.
 				{"WithXactLockTryBusy", 3, func() error {
@@ -210,7 +210,7 @@ func TestRoundTripsIntegration(t *testing.T) {
 				// The lock, the unlock.
 				{"WithSessionLock", 2, func() error { return advisory.WithSessionLock(ctx, db, keys.next(), sfn) }},
 				{"WithSessionLockTimeout", 2, func() error {
-					return advisory.WithSessionLock(ctx, db, keys.next(), sfn, advisory.Timeout(time.Second))
+					return advisory.WithSessionLock(ctx, db, keys.next(), sfn, advisory.Wait(time.Second))
 				}},
 				// The try alone.
 				{"WithSessionLockTryBusy", 1, func() error {

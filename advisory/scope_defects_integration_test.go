@@ -261,11 +261,11 @@ func TestStatementTimeoutIsLockTimeoutIntegration(t *testing.T) {
 			}},
 			{"WithXactLock", func(key advisory.Key) error {
 				return advisory.WithXactLock(ctx, db, key, func(context.Context, *sql.Tx) error { return nil },
-					advisory.Timeout(time.Minute))
+					advisory.Wait(time.Minute))
 			}},
 			{"WithSessionLock", func(key advisory.Key) error {
 				return advisory.WithSessionLock(ctx, db, key, func(context.Context, *sql.Conn) error { return nil },
-					advisory.Timeout(time.Minute))
+					advisory.Wait(time.Minute))
 			}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {

@@ -196,7 +196,7 @@ func TestWithSessionLockIntegration(t *testing.T) {
 				k := keys.next()
 				db := pgOpenOne(t, tg)
 				var pid int
-				var opts []advisory.Option
+				var opts []advisory.LockOption
 				if tc.shared {
 					opts = append(opts, advisory.Shared())
 				}
@@ -204,7 +204,7 @@ func TestWithSessionLockIntegration(t *testing.T) {
 					pid = pgtest.PID(t, conn)
 					pgRequireHolds(t, tg.DB, pid, k, tc.shared)
 					return tc.fnErr
-				}, opts...)
+				}, as[advisory.SessionOption](opts)...)
 				if !errors.Is(err, tc.fnErr) || (tc.fnErr == nil && err != nil) {
 					t.Fatalf("WithSessionLock = %v; want %v", err, tc.fnErr)
 				}
@@ -256,7 +256,7 @@ type pgScope struct {
 	name   string // the subtest: "Xact" or "Session"
 	helper string // the function, for messages
 	// with runs fn under the helper's lock; q is fn's *sql.Tx or *sql.Conn.
-	with func(ctx context.Context, db *sql.DB, k advisory.Key, fn func(ctx context.Context, q pgtest.Querier) error, opts ...advisory.Option) error
+	with func(ctx context.Context, db *sql.DB, k advisory.Key, fn func(ctx context.Context, q pgtest.Querier) error, opts ...advisory.LockOption) error
 	// afterAcquireError checks the one session pid of db (from
 	// pgOpenOne) after the server ended the wait with lock_timeout.
 	afterAcquireError func(t *testing.T, obs, db *sql.DB, pid int)
@@ -270,8 +270,8 @@ var pgScopes = []pgScope{
 	{
 		name:   "Xact",
 		helper: "WithXactLock",
-		with: func(ctx context.Context, db *sql.DB, k advisory.Key, fn func(context.Context, pgtest.Querier) error, opts ...advisory.Option) error {
-			return advisory.WithXactLock(ctx, db, k, func(ctx context.Context, tx *sql.Tx) error { return fn(ctx, tx) }, opts...)
+		with: func(ctx context.Context, db *sql.DB, k advisory.Key, fn func(context.Context, pgtest.Querier) error, opts ...advisory.LockOption) error {
+			return advisory.WithXactLock(ctx, db, k, func(ctx context.Context, tx *sql.Tx) error { return fn(ctx, tx) }, as[advisory.XactOption](opts)...)
 		},
 		afterAcquireError: func(t *testing.T, obs, db *sql.DB, pid int) {
 			t.Helper()
@@ -294,8 +294,8 @@ var pgScopes = []pgScope{
 	{
 		name:   "Session",
 		helper: "WithSessionLock",
-		with: func(ctx context.Context, db *sql.DB, k advisory.Key, fn func(context.Context, pgtest.Querier) error, opts ...advisory.Option) error {
-			return advisory.WithSessionLock(ctx, db, k, func(ctx context.Context, conn *sql.Conn) error { return fn(ctx, conn) }, opts...)
+		with: func(ctx context.Context, db *sql.DB, k advisory.Key, fn func(context.Context, pgtest.Querier) error, opts ...advisory.LockOption) error {
+			return advisory.WithSessionLock(ctx, db, k, func(ctx context.Context, conn *sql.Conn) error { return fn(ctx, conn) }, as[advisory.SessionOption](opts)...)
 		},
 		afterAcquireError: func(t *testing.T, obs, db *sql.DB, pid int) {
 			t.Helper()
@@ -364,7 +364,7 @@ func TestScopedIntegration(t *testing.T) {
 							}
 							db := pgOpenOne(t, tg)
 							pid := pgtest.PID(t, db)
-							opts := []advisory.Option{advisory.Try()}
+							opts := []advisory.LockOption{advisory.Try()}
 							if shared {
 								opts = append(opts, advisory.Shared())
 							}
@@ -393,7 +393,7 @@ func TestScopedIntegration(t *testing.T) {
 							t.Fatal(err)
 						}
 						pid := pgtest.PID(t, db)
-						err := sc.with(ctx, db, k, noFn, advisory.Timeout(50*time.Millisecond))
+						err := sc.with(ctx, db, k, noFn, advisory.Wait(50*time.Millisecond))
 						if !errors.Is(err, advisory.ErrLockTimeout) {
 							t.Fatalf("%s(Timeout) on a held key = %v; want ErrLockTimeout", sc.helper, err)
 						}
@@ -425,7 +425,7 @@ func TestScopedIntegration(t *testing.T) {
 								t.Errorf("lock_timeout inside fn = %q; want the default %q", v, def)
 							}
 							return nil
-						}, advisory.Timeout(time.Second))
+						}, advisory.Wait(time.Second))
 						if err != nil || !ran {
 							t.Fatalf("%s(Timeout) on a free key = %v (fn ran: %v); want nil", sc.helper, err, ran)
 						}

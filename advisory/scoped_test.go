@@ -22,7 +22,7 @@ func TestWithXactLock(t *testing.T) {
 	const try42 = "SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(42) END"
 	tests := []struct {
 		name     string
-		opts     []advisory.Option
+		opts     []advisory.LockOption
 		busy     bool // the try finds the key busy: the wait reads the settings, then rolls back and waits in a new transaction, in one statement
 		lockSQL  string
 		affected int64
@@ -34,16 +34,16 @@ func TestWithXactLock(t *testing.T) {
 	}{
 		{name: "Wait", lockSQL: try42, affected: 1, commit: true, fnCalled: true},
 		{name: "WaitBusy", busy: true, lockSQL: xactSliceSQL("42", 1100), affected: 1, commit: true, fnCalled: true},
-		{name: "Try", opts: []advisory.Option{advisory.Try()}, lockSQL: try42,
+		{name: "Try", opts: []advisory.LockOption{advisory.Try()}, lockSQL: try42,
 			affected: 1, commit: true, fnCalled: true},
-		{name: "TryBusy", opts: []advisory.Option{advisory.Try()}, lockSQL: try42,
+		{name: "TryBusy", opts: []advisory.LockOption{advisory.Try()}, lockSQL: try42,
 			affected: 0, wantErr: advisory.ErrNotAcquired},
-		{name: "TryShared", opts: []advisory.Option{advisory.Try(), advisory.Shared()},
+		{name: "TryShared", opts: []advisory.LockOption{advisory.Try(), advisory.Shared()},
 			lockSQL: "SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock_shared(42) END", affected: 1, commit: true, fnCalled: true},
-		{name: "Timeout", opts: []advisory.Option{advisory.Timeout(250 * time.Millisecond)}, busy: true,
+		{name: "Timeout", opts: []advisory.LockOption{advisory.Wait(250 * time.Millisecond)}, busy: true,
 			lockSQL:  xactSliceSQL("42", 250),
 			affected: 1, commit: true, fnCalled: true},
-		{name: "TimeoutExpires", opts: []advisory.Option{advisory.Timeout(time.Second)}, busy: true,
+		{name: "TimeoutExpires", opts: []advisory.LockOption{advisory.Wait(time.Second)}, busy: true,
 			lockSQL: xactSliceSQL("42", 1000),
 			lockErr: &sqlState{"55P03", "canceling statement due to lock timeout"}, wantErr: advisory.ErrLockTimeout},
 		{name: "FnFails", lockSQL: try42, affected: 1, fnErr: errWork,
@@ -81,7 +81,7 @@ func TestWithXactLock(t *testing.T) {
 					return err
 				}
 				return tt.fnErr
-			}, tt.opts...)
+			}, as[advisory.XactOption](tt.opts)...)
 			if called != tt.fnCalled {
 				t.Errorf("fn called = %v, want %v", called, tt.fnCalled)
 			}
@@ -252,7 +252,7 @@ func TestWithSessionLock(t *testing.T) {
 	const try42 = "SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_lock(42) END"
 	tests := []struct {
 		name       string
-		opts       []advisory.Option
+		opts       []advisory.LockOption
 		busy       bool // the try finds the key busy, the wait reads the settings and goes on in slices
 		lockSQL    string
 		affected   int64
@@ -268,19 +268,19 @@ func TestWithSessionLock(t *testing.T) {
 			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock(42)"), released: 1, fnCalled: true},
 		{name: "WaitBusy", busy: true, lockSQL: sessionSliceSQL(false, "42", 1100), affected: 1,
 			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock(42)"), released: 1, fnCalled: true},
-		{name: "TryShared", opts: []advisory.Option{advisory.Try(), advisory.Shared()},
+		{name: "TryShared", opts: []advisory.LockOption{advisory.Try(), advisory.Shared()},
 			lockSQL: "SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_lock_shared(42) END", affected: 1,
 			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock_shared(42)"), released: 1, fnCalled: true},
-		{name: "TryBusy", opts: []advisory.Option{advisory.Try()},
+		{name: "TryBusy", opts: []advisory.LockOption{advisory.Try()},
 			lockSQL: try42, affected: 0, wantErr: advisory.ErrNotAcquired},
 		// A Timeout shorter than a slice bounds the first slice after the
 		// try, which is then the whole wait.
-		{name: "Timeout", opts: []advisory.Option{advisory.Timeout(250 * time.Millisecond)}, busy: true,
+		{name: "Timeout", opts: []advisory.LockOption{advisory.Wait(250 * time.Millisecond)}, busy: true,
 			lockSQL: sessionSliceSQL(false, "42", 250), affected: 1,
 			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock(42)"), released: 1, fnCalled: true},
 		// A slice that runs out holds nothing: the session goes back to
 		// the pool.
-		{name: "TimeoutExpires", opts: []advisory.Option{advisory.Timeout(time.Second)}, busy: true,
+		{name: "TimeoutExpires", opts: []advisory.LockOption{advisory.Wait(time.Second)}, busy: true,
 			lockSQL:    sessionSliceSQL(false, "42", 1000),
 			lockFailed: &sqlState{"55P03", "canceling statement due to lock timeout"},
 			wantErr:    advisory.ErrLockTimeout},
@@ -314,7 +314,7 @@ func TestWithSessionLock(t *testing.T) {
 			err := advisory.WithSessionLock(context.Background(), db, k42, func(context.Context, *sql.Conn) error {
 				called = true
 				return tt.fnErr
-			}, tt.opts...)
+			}, as[advisory.SessionOption](tt.opts)...)
 			if called != tt.fnCalled {
 				t.Errorf("fn called = %v, want %v", called, tt.fnCalled)
 			}
@@ -443,10 +443,8 @@ func TestScopedBadInput(t *testing.T) {
 		"XactNilFn":       advisory.WithXactLock(ctx, db, k42, nil),
 		"SessionNilDB":    advisory.WithSessionLock(ctx, nil, k42, sfn),
 		"SessionNilFn":    advisory.WithSessionLock(ctx, db, k42, nil),
-		"TimeoutZero":     advisory.WithXactLock(ctx, db, k42, xfn, advisory.Timeout(0)),
-		"TimeoutNegative": advisory.WithSessionLock(ctx, db, k42, sfn, advisory.Timeout(-time.Second)),
-		"TimeoutTooLong":  advisory.WithXactLock(ctx, db, k42, xfn, advisory.Timeout(1000*time.Hour)),
-		"TryWithTimeout":  advisory.WithXactLock(ctx, db, k42, xfn, advisory.Try(), advisory.Timeout(time.Second)),
+		"WaitNegative":    advisory.WithSessionLock(ctx, db, k42, sfn, advisory.Wait(-time.Second)),
+		"WaitTooLong":     advisory.WithXactLock(ctx, db, k42, xfn, advisory.Wait(1000*time.Hour)),
 		"NilOptionIsIgnored": func() error {
 			return advisory.WithXactLock(ctx, nil, k42, xfn, nil)
 		}(),
@@ -479,7 +477,7 @@ func TestWithXactLockTx(t *testing.T) {
 		tx, m := mockTx(t)
 		m.ExpectRollback()
 		err := advisory.WithXactLockTx(context.Background(), tx, k42, func(context.Context, *sql.Tx) error { return nil },
-			advisory.Timeout(-1))
+			advisory.Wait(-1))
 		if err == nil {
 			t.Fatal("want an error for a negative timeout")
 		}
@@ -540,7 +538,7 @@ func TestWithSessionLockConn(t *testing.T) {
 			advisory.WithSessionLockConn(context.Background(), nil, k42, func(context.Context, *sql.Conn) error { return nil }),
 			advisory.WithSessionLockConn(context.Background(), conn, k42, nil),
 			advisory.WithSessionLockConn(context.Background(), conn, k42, func(context.Context, *sql.Conn) error { return nil },
-				advisory.Try(), advisory.Timeout(time.Second)),
+				advisory.Try(), advisory.Wait(time.Second)),
 		} {
 			if err == nil {
 				t.Error("want an error")

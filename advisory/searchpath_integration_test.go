@@ -103,9 +103,9 @@ func TestSearchPathShadowIntegration(t *testing.T) {
 			err = advisory.WithSessionLock(ctx, shadowed, key, func(context.Context, *sql.Conn) error {
 				ran = true
 				return nil
-			}, advisory.Timeout(200*time.Millisecond))
+			}, advisory.Wait(200*time.Millisecond))
 			if ran || !errors.Is(err, advisory.ErrLockTimeout) {
-				t.Errorf("WithSessionLock(%v, Timeout(200ms)): fn ran %v, err %v; want ErrLockTimeout without fn", key, ran, err)
+				t.Errorf("WithSessionLock(%v, Wait(200ms)): fn ran %v, err %v; want ErrLockTimeout without fn", key, ran, err)
 			}
 
 			l, err := advisory.Acquire(ctx, shadowed, key, advisory.Try())

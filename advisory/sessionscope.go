@@ -9,7 +9,7 @@ import (
 
 // WithSessionLock runs fn on a dedicated connection that holds a session
 // lock on key. It takes a *sql.Conn from db, takes the lock (waiting,
-// unless [Try] or [Timeout] says otherwise), runs fn, and releases the lock
+// unless [Try] or [Wait] says otherwise), runs fn, and releases the lock
 // when fn returns, even when ctx has ended by then. Any other session lock
 // fn took on conn is released with it, since the connection goes back to
 // the pool.
@@ -55,14 +55,14 @@ import (
 // answering, the lock and its wait return within ctx's deadline plus
 // [AbortMargin], and the release after fn within ten seconds plus
 // AbortMargin, whatever ctx; the session is then closed.
-func WithSessionLock(ctx context.Context, db *sql.DB, key Key, fn func(ctx context.Context, conn *sql.Conn) error, opts ...Option) error {
+func WithSessionLock(ctx context.Context, db *sql.DB, key Key, fn func(ctx context.Context, conn *sql.Conn) error, opts ...SessionOption) error {
 	switch {
 	case db == nil:
 		return errNilDB
 	case fn == nil:
 		return errNilFunc
 	}
-	o, err := scope.Parse(opts)
+	o, err := parse(opts)
 	if err != nil {
 		return err
 	}
@@ -81,14 +81,14 @@ func WithSessionLock(ctx context.Context, db *sql.DB, key Key, fn func(ctx conte
 // fn left a transaction open on conn, the session is closed under it at
 // once, and the lock with it; conn then fails every statement, and its
 // Close waits, as database/sql's always does, for that transaction to end.
-func WithSessionLockConn(ctx context.Context, conn *sql.Conn, key Key, fn func(ctx context.Context, conn *sql.Conn) error, opts ...Option) error {
+func WithSessionLockConn(ctx context.Context, conn *sql.Conn, key Key, fn func(ctx context.Context, conn *sql.Conn) error, opts ...SessionOption) error {
 	switch {
 	case conn == nil:
 		return errNilConn
 	case fn == nil:
 		return errNilFunc
 	}
-	o, err := scope.Parse(opts)
+	o, err := parse(opts)
 	if err != nil {
 		return err
 	}

@@ -81,7 +81,7 @@ var waitEntryPoints = []struct {
 		return advisory.WithSessionLock(ctx, db, key, func(context.Context, *sql.Conn) error {
 			held()
 			return nil
-		}, advisory.Timeout(time.Minute))
+		}, advisory.Wait(time.Minute))
 	}},
 	{"WithXactLock", true, func(ctx context.Context, db *sql.DB, key advisory.Key, held func()) error {
 		return advisory.WithXactLock(ctx, db, key, func(context.Context, *sql.Tx) error {
@@ -114,7 +114,7 @@ var waitEntryPoints = []struct {
 		return l.Release(ctx)
 	}},
 	{"LockerAcquire", true, func(ctx context.Context, db *sql.DB, key advisory.Key, held func()) error {
-		locker, err := advisory.NewLocker(db)
+		locker, err := advisory.NewLocker(db, advisory.LockerConfig{})
 		if err != nil {
 			return err
 		}

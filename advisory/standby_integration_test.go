@@ -156,7 +156,7 @@ var standbyCases = []standbyCase{
 			t.Fatal(err)
 		}
 		// Watch closes conn.
-		return releaseLease(t, func() (*advisory.Lease, error) { return advisory.Watch(ctx, conn, key) })
+		return releaseLease(t, func() (*advisory.Lease, error) { return advisory.Watch(ctx, conn, key, advisory.WatchConfig{}) })
 	}, false},
 	{"WatchFencing", func(ctx context.Context, t *testing.T, db *sql.DB, key advisory.Key, _ *bool) error {
 		conn, err := db.Conn(ctx)
@@ -170,10 +170,10 @@ var standbyCases = []standbyCase{
 			t.Fatal(err)
 		}
 		// Watch closes conn.
-		return releaseLease(t, func() (*advisory.Lease, error) { return advisory.Watch(ctx, conn, key, advisory.Fencing()) })
+		return releaseLease(t, func() (*advisory.Lease, error) { return advisory.Watch(ctx, conn, key, advisory.WatchConfig{Fencing: true}) })
 	}, false},
 	{"Locker", func(ctx context.Context, t *testing.T, db *sql.DB, key advisory.Key, _ *bool) error {
-		lk, err := advisory.NewLocker(db)
+		lk, err := advisory.NewLocker(db, advisory.LockerConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +181,7 @@ var standbyCases = []standbyCase{
 		return releaseLease(t, func() (*advisory.Lease, error) { return lk.Acquire(ctx, key, advisory.Try()) })
 	}, false},
 	{"LockerFencing", func(ctx context.Context, t *testing.T, db *sql.DB, key advisory.Key, _ *bool) error {
-		lk, err := advisory.NewLocker(db)
+		lk, err := advisory.NewLocker(db, advisory.LockerConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -169,7 +169,7 @@ func TestWithXactLockWaitsInNewTransactions(t *testing.T) {
 func TestWaitTimeoutRunsOut(t *testing.T) {
 	t.Parallel()
 	key := sqltext.KeyOf(k42)
-	timeout := advisory.Timeout(150 * time.Millisecond)
+	timeout := advisory.Wait(150 * time.Millisecond)
 	tests := []struct {
 		name   string
 		expect func(m sqlmock.Sqlmock)

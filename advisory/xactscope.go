@@ -9,7 +9,7 @@ import (
 
 // WithXactLock runs fn in a transaction that holds a transaction lock on
 // key. It begins a transaction on db, takes the lock (waiting, unless
-// [Try] or [Timeout] says otherwise), runs fn, and commits if fn returns
+// [Try] or [Wait] says otherwise), runs fn, and commits if fn returns
 // nil. It rolls back if taking the lock fails, if fn returns an error, or if
 // fn panics, in which case the panic continues after the rollback. The lock
 // is released when the transaction ends, so it can never outlive the call,
@@ -34,20 +34,20 @@ import (
 // returns fn's result instead.)
 //
 // When the lock is not granted the error matches [ErrNotAcquired] (with
-// [Try]), [ErrLockTimeout] (with [Timeout]), [ErrDeadlock], or ctx.Err(),
+// [Try]), [ErrLockTimeout] (with [Wait]), [ErrDeadlock], or ctx.Err(),
 // and fn is not called. When fn fails, WithXactLock returns fn's error
 // itself, joined with a rollback failure only if there was one. On a
 // server that stops answering, the BEGIN, the lock, its wait and the
 // COMMIT each return within ctx's deadline plus [AbortMargin], and the
 // session is closed.
-func WithXactLock(ctx context.Context, db *sql.DB, key Key, fn func(ctx context.Context, tx *sql.Tx) error, opts ...Option) error {
+func WithXactLock(ctx context.Context, db *sql.DB, key Key, fn func(ctx context.Context, tx *sql.Tx) error, opts ...XactOption) error {
 	switch {
 	case db == nil:
 		return errNilDB
 	case fn == nil:
 		return errNilFunc
 	}
-	o, err := scope.Parse(opts)
+	o, err := parse(opts)
 	if err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func WithXactLock(ctx context.Context, db *sql.DB, key Key, fn func(ctx context.
 		return scope.FailBegin(ctx, key.sql().String(), err)
 	}
 	defer end()
-	return scope.Xact(ctx, tx, true, key.sql(), fn, &o)
+	return scope.Xact(ctx, tx, true, key.sql(), fn, &o, scope.DBForm(db))
 }
 
 // WithXactLockTx is [WithXactLock] for a transaction the caller has
@@ -64,18 +64,18 @@ func WithXactLock(ctx context.Context, db *sql.DB, key Key, fn func(ctx context.
 // *sql.DB. It takes over tx: it takes the lock, runs fn, and commits if fn
 // returns nil, or rolls back otherwise; either way tx has ended when it
 // returns, and so has the lock. [TxOptions] does not apply.
-func WithXactLockTx(ctx context.Context, tx *sql.Tx, key Key, fn func(ctx context.Context, tx *sql.Tx) error, opts ...Option) error {
+func WithXactLockTx(ctx context.Context, tx *sql.Tx, key Key, fn func(ctx context.Context, tx *sql.Tx) error, opts ...LockOption) error {
 	if tx == nil {
 		return errNilTx
 	}
 	if fn == nil {
 		return scope.Join(errNilFunc, scope.Rollback(tx))
 	}
-	o, err := scope.Parse(opts)
+	o, err := parse(opts)
 	if err != nil {
 		return scope.Join(err, scope.Rollback(tx))
 	}
-	return scope.Xact(ctx, tx, false, key.sql(), fn, &o)
+	return scope.Xact(ctx, tx, false, key.sql(), fn, &o, scope.TxForm(ctx, tx))
 }
 
 // NewTxContext returns a copy of ctx that carries tx, for [TxFromContext]

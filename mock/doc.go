@@ -23,7 +23,7 @@
 //
 // The scoped helpers are expected with [ExpectWithXactLock],
 // [ExpectWithSessionLock] and [ExpectWithSessionLockConn]. They take the
-// same [advisory.Option] values as the call they expect, and an outcome
+// same option values as the call they expect, and an outcome
 // that says how the call ends, of a type for each kind of scope so that
 // the compiler rejects one that does not fit. An [XactOutcome]: BEGIN, the
 // lock, then COMMIT ([Commit]) or ROLLBACK ([Rollback], and
@@ -35,7 +35,7 @@
 // down, for chaining:
 //
 //	mock.ExpectWithXactLock(m, key, mock.XactNotAcquired, advisory.Try())
-//	mock.ExpectWithXactLock(m, key, mock.XactFailed, advisory.Timeout(time.Second)) // advisory.ErrLockTimeout
+//	mock.ExpectWithXactLock(m, key, mock.XactFailed, advisory.Wait(time.Second)) // advisory.ErrLockTimeout
 //	mock.ExpectWithXactLock(m, key, mock.Commit).Commit.WillReturnError(err)
 //
 // sqlmock matches expectations in order, so when fn sends statements of its

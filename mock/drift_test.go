@@ -17,7 +17,6 @@ import (
 
 	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/scope"
 	"github.com/pgadvisory/pgadvisory/mock"
 )
 
@@ -54,19 +53,19 @@ var errBoom = errors.New("boom")
 // driftOptions are the option sets the scoped helpers are run with.
 var driftOptions = []struct {
 	name string
-	opts []advisory.Option
+	opts []any // each helper runs with those whose options it takes; see kind
 	try  bool
 }{
 	{name: "Default"},
-	{name: "Try", opts: []advisory.Option{advisory.Try()}, try: true},
-	{name: "Timeout", opts: []advisory.Option{advisory.Timeout(1500 * time.Millisecond)}},
-	{name: "TimeoutRoundsUp", opts: []advisory.Option{advisory.Timeout(time.Nanosecond)}},
-	{name: "Shared", opts: []advisory.Option{advisory.Shared()}},
-	{name: "SharedTry", opts: []advisory.Option{advisory.Shared(), advisory.Try()}, try: true},
-	{name: "SharedTimeout", opts: []advisory.Option{advisory.Timeout(time.Minute), advisory.Shared()}},
-	{name: "TxOptions", opts: []advisory.Option{advisory.TxOptions(&sql.TxOptions{Isolation: sql.LevelSerializable, ReadOnly: true})}},
-	{name: "Heartbeat", opts: []advisory.Option{advisory.Heartbeat(time.Hour)}},
-	{name: "SharedTryHeartbeat", opts: []advisory.Option{advisory.Shared(), advisory.Try(), advisory.Heartbeat(time.Hour)}, try: true},
+	{name: "Try", opts: []any{advisory.Try()}, try: true},
+	{name: "Timeout", opts: []any{advisory.Wait(1500 * time.Millisecond)}},
+	{name: "TimeoutRoundsUp", opts: []any{advisory.Wait(time.Nanosecond)}},
+	{name: "Shared", opts: []any{advisory.Shared()}},
+	{name: "SharedTry", opts: []any{advisory.Shared(), advisory.Try()}, try: true},
+	{name: "SharedTimeout", opts: []any{advisory.Wait(time.Minute), advisory.Shared()}},
+	{name: "TxOptions", opts: []any{advisory.TxOptions(&sql.TxOptions{Isolation: sql.LevelSerializable, ReadOnly: true})}},
+	{name: "Heartbeat", opts: []any{advisory.Heartbeat(time.Hour)}},
+	{name: "SharedTryHeartbeat", opts: []any{advisory.Shared(), advisory.Try(), advisory.Heartbeat(time.Hour)}, try: true},
 }
 
 // leaseOptions are the option sets Acquire is run with. Each holds a
@@ -74,17 +73,18 @@ var driftOptions = []struct {
 // release; leaseBeat is the interval of the cases that wait for one.
 var leaseOptions = []struct {
 	name    string
-	opts    []advisory.Option
+	opts    []advisory.LeaseOption
 	try     bool
+	shared  bool
 	fencing bool
 }{
-	{name: "Default", opts: []advisory.Option{advisory.Heartbeat(time.Hour)}},
-	{name: "Try", opts: []advisory.Option{advisory.Try(), advisory.Heartbeat(time.Hour)}, try: true},
-	{name: "Timeout", opts: []advisory.Option{advisory.Timeout(1500 * time.Millisecond), advisory.Heartbeat(time.Hour)}},
-	{name: "Shared", opts: []advisory.Option{advisory.Shared(), advisory.Heartbeat(time.Hour)}},
-	{name: "SharedTry", opts: []advisory.Option{advisory.Shared(), advisory.Try(), advisory.Heartbeat(time.Hour)}, try: true},
-	{name: "Fencing", opts: []advisory.Option{advisory.Fencing(), advisory.Heartbeat(time.Hour)}, fencing: true},
-	{name: "SharedTryFencing", opts: []advisory.Option{advisory.Fencing(), advisory.Shared(), advisory.Try(), advisory.Heartbeat(time.Hour)}, try: true, fencing: true},
+	{name: "Default", opts: []advisory.LeaseOption{advisory.Heartbeat(time.Hour)}},
+	{name: "Try", opts: []advisory.LeaseOption{advisory.Try(), advisory.Heartbeat(time.Hour)}, try: true},
+	{name: "Timeout", opts: []advisory.LeaseOption{advisory.Wait(1500 * time.Millisecond), advisory.Heartbeat(time.Hour)}},
+	{name: "Shared", opts: []advisory.LeaseOption{advisory.Shared(), advisory.Heartbeat(time.Hour)}, shared: true},
+	{name: "SharedTry", opts: []advisory.LeaseOption{advisory.Shared(), advisory.Try(), advisory.Heartbeat(time.Hour)}, try: true, shared: true},
+	{name: "Fencing", opts: []advisory.LeaseOption{advisory.Fencing(), advisory.Heartbeat(time.Hour)}, fencing: true},
+	{name: "SharedTryFencing", opts: []advisory.LeaseOption{advisory.Fencing(), advisory.Shared(), advisory.Try(), advisory.Heartbeat(time.Hour)}, try: true, fencing: true, shared: true},
 }
 
 // leaseBeat is the heartbeat interval of the cases that wait for
@@ -96,6 +96,11 @@ func driftCases() []driftCase {
 	var cases []driftCase
 	add := func(fn, name string, run func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock)) {
 		cases = append(cases, driftCase{fn: fn, name: name, run: run})
+	}
+	addIf := func(ok bool, fn, name string, run func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock)) {
+		if ok {
+			add(fn, name, run)
+		}
 	}
 
 	// Single-key session and transaction locks, for every key.
@@ -234,152 +239,156 @@ func driftCases() []driftCase {
 	// Scoped helpers, for every option set and outcome.
 	key := advisory.NameKey(7, "nightly-report")
 	for _, o := range driftOptions {
+		// Each helper runs with the option sets its option type takes.
+		xo, isX := kind[advisory.XactOption](o.opts)
+		so, isS := kind[advisory.SessionOption](o.opts)
+		lo, isL := kind[advisory.LockOption](o.opts)
 		xact := func(outcome string, run func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error, check func(t *testing.T, err error, called bool)) {
-			add("WithXactLock", o.name+outcome, func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+			addIf(isX, "WithXactLock", o.name+outcome, func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
 				called := false
 				err := run(t, db, m, &called)
 				check(t, err, called)
 			})
 		}
 		xact("Commit", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
-			mock.ExpectWithXactLock(m, key, mock.Commit, o.opts...)
+			mock.ExpectWithXactLock(m, key, mock.Commit, xo...)
 			return advisory.WithXactLock(context.Background(), db, key, func(context.Context, *sql.Tx) error {
 				*called = true
 				return nil
-			}, o.opts...)
+			}, xo...)
 		}, wantCall(nil))
 		xact("Rollback", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
-			mock.ExpectWithXactLock(m, key, mock.Rollback, o.opts...)
+			mock.ExpectWithXactLock(m, key, mock.Rollback, xo...)
 			return advisory.WithXactLock(context.Background(), db, key, func(context.Context, *sql.Tx) error {
 				*called = true
 				return errBoom
-			}, o.opts...)
+			}, xo...)
 		}, wantCall(errBoom))
 		xact("Panic", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
-			mock.ExpectWithXactLock(m, key, mock.Rollback, o.opts...)
+			mock.ExpectWithXactLock(m, key, mock.Rollback, xo...)
 			return recovered(func() error {
 				return advisory.WithXactLock(context.Background(), db, key, func(context.Context, *sql.Tx) error {
 					*called = true
 					panic(errBoom)
-				}, o.opts...)
+				}, xo...)
 			})
 		}, wantCall(errBoom))
 		if o.try {
 			xact("NotAcquired", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
-				mock.ExpectWithXactLock(m, key, mock.XactNotAcquired, o.opts...)
+				mock.ExpectWithXactLock(m, key, mock.XactNotAcquired, xo...)
 				return advisory.WithXactLock(context.Background(), db, key, func(context.Context, *sql.Tx) error {
 					*called = true
 					return nil
-				}, o.opts...)
+				}, xo...)
 			}, wantNoCall(advisory.ErrNotAcquired))
 		}
 		xact("Failed", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
-			mock.ExpectWithXactLock(m, key, mock.XactFailed, o.opts...)
+			mock.ExpectWithXactLock(m, key, mock.XactFailed, xo...)
 			return advisory.WithXactLock(context.Background(), db, key, func(context.Context, *sql.Tx) error {
 				*called = true
 				return nil
-			}, o.opts...)
+			}, xo...)
 		}, wantNoCall(advisory.ErrLockTimeout))
 		xact("Deadlock", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
-			mock.ExpectWithXactLock(m, key, mock.XactFailed, o.opts...).Lock.WillReturnError(mock.ServerError("40P01"))
+			mock.ExpectWithXactLock(m, key, mock.XactFailed, xo...).Lock.WillReturnError(mock.ServerError("40P01"))
 			return advisory.WithXactLock(context.Background(), db, key, func(context.Context, *sql.Tx) error {
 				*called = true
 				return nil
-			}, o.opts...)
+			}, xo...)
 		}, wantNoCall(advisory.ErrDeadlock))
 		xact("GrantedWithBody", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
-			mock.ExpectWithXactLock(m, key, mock.XactGranted, o.opts...)
+			mock.ExpectWithXactLock(m, key, mock.XactGranted, xo...)
 			m.ExpectExec("UPDATE reports SET built = true").WillReturnResult(sqlmock.NewResult(0, 1))
 			m.ExpectCommit()
 			return advisory.WithXactLock(context.Background(), db, key, func(ctx context.Context, tx *sql.Tx) error {
 				*called = true
 				_, err := tx.ExecContext(ctx, "UPDATE reports SET built = true")
 				return err
-			}, o.opts...)
+			}, xo...)
 		}, wantCall(nil))
 		xact("CommitFails", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
-			mock.ExpectWithXactLock(m, key, mock.Commit, o.opts...).Commit.WillReturnError(errBoom)
+			mock.ExpectWithXactLock(m, key, mock.Commit, xo...).Commit.WillReturnError(errBoom)
 			return advisory.WithXactLock(context.Background(), db, key, func(context.Context, *sql.Tx) error {
 				*called = true
 				return nil
-			}, o.opts...)
+			}, xo...)
 		}, wantCall(errBoom))
 
 		session := func(outcome string, run func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error, check func(t *testing.T, err error, called bool)) {
-			add("WithSessionLock", o.name+outcome, func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+			addIf(isS, "WithSessionLock", o.name+outcome, func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
 				called := false
 				err := run(t, db, m, &called)
 				check(t, err, called)
 			})
 		}
 		session("Release", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
-			mock.ExpectWithSessionLock(m, key, mock.Release, o.opts...)
+			mock.ExpectWithSessionLock(m, key, mock.Release, so...)
 			return advisory.WithSessionLock(context.Background(), db, key, func(context.Context, *sql.Conn) error {
 				*called = true
 				return nil
-			}, o.opts...)
+			}, so...)
 		}, wantCall(nil))
 		session("ReleaseAfterError", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
-			mock.ExpectWithSessionLock(m, key, mock.Release, o.opts...)
+			mock.ExpectWithSessionLock(m, key, mock.Release, so...)
 			return advisory.WithSessionLock(context.Background(), db, key, func(context.Context, *sql.Conn) error {
 				*called = true
 				return errBoom
-			}, o.opts...)
+			}, so...)
 		}, wantCall(errBoom))
 		if o.try {
 			session("NotAcquired", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
-				mock.ExpectWithSessionLock(m, key, mock.SessionNotAcquired, o.opts...)
+				mock.ExpectWithSessionLock(m, key, mock.SessionNotAcquired, so...)
 				return advisory.WithSessionLock(context.Background(), db, key, func(context.Context, *sql.Conn) error {
 					*called = true
 					return nil
-				}, o.opts...)
+				}, so...)
 			}, wantNoCall(advisory.ErrNotAcquired))
 		}
 		session("Failed", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
-			mock.ExpectWithSessionLock(m, key, mock.SessionFailed, o.opts...)
+			mock.ExpectWithSessionLock(m, key, mock.SessionFailed, so...)
 			return advisory.WithSessionLock(context.Background(), db, key, func(context.Context, *sql.Conn) error {
 				*called = true
 				return nil
-			}, o.opts...)
+			}, so...)
 		}, wantNoCall(advisory.ErrLockTimeout))
 		session("Deadlock", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
-			mock.ExpectWithSessionLock(m, key, mock.SessionFailed, o.opts...).Lock.WillReturnError(mock.ServerError("40P01"))
+			mock.ExpectWithSessionLock(m, key, mock.SessionFailed, so...).Lock.WillReturnError(mock.ServerError("40P01"))
 			return advisory.WithSessionLock(context.Background(), db, key, func(context.Context, *sql.Conn) error {
 				*called = true
 				return nil
-			}, o.opts...)
+			}, so...)
 		}, wantNoCall(advisory.ErrDeadlock))
 		session("Panic", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
-			mock.ExpectWithSessionLock(m, key, mock.SessionGranted, o.opts...).ExpectRelease()
+			mock.ExpectWithSessionLock(m, key, mock.SessionGranted, so...).ExpectRelease()
 			return recovered(func() error {
 				return advisory.WithSessionLock(context.Background(), db, key, func(context.Context, *sql.Conn) error {
 					*called = true
 					panic(errBoom)
-				}, o.opts...)
+				}, so...)
 			})
 		}, wantCall(errBoom))
 		session("GrantedWithBody", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
-			s := mock.ExpectWithSessionLock(m, key, mock.SessionGranted, o.opts...)
+			s := mock.ExpectWithSessionLock(m, key, mock.SessionGranted, so...)
 			m.ExpectExec("VACUUM reports").WillReturnResult(sqlmock.NewResult(0, 0))
 			s.ExpectRelease()
 			return advisory.WithSessionLock(context.Background(), db, key, func(ctx context.Context, conn *sql.Conn) error {
 				*called = true
 				_, err := conn.ExecContext(ctx, "VACUUM reports")
 				return err
-			}, o.opts...)
+			}, so...)
 		}, wantCall(nil))
 		session("LockLost", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock, called *bool) error {
-			mock.ExpectWithSessionLock(m, key, mock.Release, o.opts...).Unlock.WillReturnResult(sqlmock.NewResult(0, 0))
+			mock.ExpectWithSessionLock(m, key, mock.Release, so...).Unlock.WillReturnResult(sqlmock.NewResult(0, 0))
 			return advisory.WithSessionLock(context.Background(), db, key, func(context.Context, *sql.Conn) error {
 				*called = true
 				return nil
-			}, o.opts...)
+			}, so...)
 		}, wantCall(advisory.ErrLockLost))
 
 		// The caller-owned forms send the same statements: the caller's
 		// BEGIN or connection, then the lock, fn and the end of the scope.
-		add("WithXactLockTx", o.name+"Commit", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
-			mock.ExpectWithXactLock(m, key, mock.Commit, o.opts...)
+		addIf(isL, "WithXactLockTx", o.name+"Commit", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+			mock.ExpectWithXactLock(m, key, mock.Commit, xo...)
 			tx, err := db.BeginTx(context.Background(), nil)
 			if err != nil {
 				t.Fatal(err)
@@ -388,11 +397,11 @@ func driftCases() []driftCase {
 			err = advisory.WithXactLockTx(context.Background(), tx, key, func(context.Context, *sql.Tx) error {
 				called = true
 				return nil
-			}, o.opts...)
+			}, lo...)
 			wantCall(nil)(t, err, called)
 		})
-		add("WithSessionLockConn", o.name+"Release", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
-			mock.ExpectWithSessionLockConn(m, key, mock.Release, o.opts...)
+		addIf(isS, "WithSessionLockConn", o.name+"Release", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
+			mock.ExpectWithSessionLockConn(m, key, mock.Release, so...)
 			conn, err := db.Conn(context.Background())
 			if err != nil {
 				t.Fatal(err)
@@ -402,22 +411,24 @@ func driftCases() []driftCase {
 			err = advisory.WithSessionLockConn(context.Background(), conn, key, func(context.Context, *sql.Conn) error {
 				called = true
 				return nil
-			}, o.opts...)
+			}, so...)
 			wantCall(nil)(t, err, called)
 		})
 	}
 
 	// The Locker, for every option set and outcome, on one connection.
 	for _, o := range leaseOptions {
-		var opts []advisory.Option // a Locker's heartbeat is its own
+		// A Locker's heartbeat is its own: the options of its leases are
+		// the rest, which Locker.Acquire takes.
+		var opts []advisory.LockerOption
 		for _, opt := range o.opts {
-			if so, _ := scope.Parse([]advisory.Option{opt}); !so.Watched {
-				opts = append(opts, opt)
+			if lo, ok := opt.(advisory.LockerOption); ok {
+				opts = append(opts, lo)
 			}
 		}
 		locker := func(t *testing.T, db *sql.DB, hb time.Duration) *advisory.Locker {
 			t.Helper()
-			lk, err := advisory.NewLocker(db, advisory.MaxConns(1), advisory.Heartbeat(hb))
+			lk, err := advisory.NewLocker(db, advisory.LockerConfig{MaxConns: 1, Heartbeat: hb})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -577,7 +588,8 @@ func driftCases() []driftCase {
 			{"Pooler", mock.LeasePooler, advisory.ErrSharedSession},
 		} {
 			add("Watch", o.name+tc.name, func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
-				s := mock.ExpectWatch(m, key, tc.outcome, o.opts...)
+				cfg := advisory.WatchConfig{Shared: o.shared, Heartbeat: time.Hour, Fencing: o.fencing}
+				s := mock.ExpectWatch(m, key, tc.outcome, cfg)
 				if tc.want == nil {
 					s.ExpectRelease()
 				}
@@ -586,7 +598,7 @@ func driftCases() []driftCase {
 					t.Fatal(err)
 				}
 				defer conn.Close()
-				l, err := advisory.Watch(context.Background(), conn, key, o.opts...)
+				l, err := advisory.Watch(context.Background(), conn, key, cfg)
 				if tc.want != nil {
 					if !errors.Is(err, tc.want) {
 						t.Fatalf("Watch = %v, want %v", err, tc.want)
@@ -609,13 +621,13 @@ func driftCases() []driftCase {
 	// that finds the lock gone, which ends the lease.
 	for _, o := range []struct {
 		name string
-		opts []advisory.Option
+		opts []advisory.SessionOption
 	}{
-		{"Default", []advisory.Option{advisory.Heartbeat(leaseBeat)}},
-		{"Shared", []advisory.Option{advisory.Shared(), advisory.Heartbeat(leaseBeat)}},
+		{"Default", []advisory.SessionOption{advisory.Heartbeat(leaseBeat)}},
+		{"Shared", []advisory.SessionOption{advisory.Shared(), advisory.Heartbeat(leaseBeat)}},
 	} {
 		add("Acquire", o.name+"HeartbeatLost", func(t *testing.T, db *sql.DB, m sqlmock.Sqlmock) {
-			s := mock.ExpectAcquire(m, key, mock.LeaseGranted, o.opts...)
+			s := mock.ExpectAcquire(m, key, mock.LeaseGranted, as[advisory.LeaseOption](o.opts)...)
 			s.ExpectHeartbeat(true)
 			s.ExpectHeartbeat(false)
 			l := acquired(t, db, key, 0, o.opts)
@@ -650,11 +662,33 @@ func driftCases() []driftCase {
 	return cases
 }
 
+// kind returns opts as options of kind T, and whether each of them is one.
+func kind[T any](opts []any) ([]T, bool) {
+	out := make([]T, 0, len(opts))
+	for _, o := range opts {
+		t, ok := o.(T)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, t)
+	}
+	return out, true
+}
+
+// as returns opts as options of kind T, which each of them is.
+func as[T, S any](opts []S) []T {
+	out := make([]T, len(opts))
+	for i, o := range opts {
+		out[i] = any(o).(T)
+	}
+	return out
+}
+
 // acquired calls Acquire, which must succeed with token, and releases the
 // lease when the test ends if the test has not.
-func acquired(t *testing.T, db *sql.DB, key advisory.Key, token int64, opts []advisory.Option) *advisory.Lease {
+func acquired[O advisory.LeaseOption](t *testing.T, db *sql.DB, key advisory.Key, token int64, opts []O) *advisory.Lease {
 	t.Helper()
-	l, err := advisory.Acquire(context.Background(), db, key, opts...)
+	l, err := advisory.Acquire(context.Background(), db, key, as[advisory.LeaseOption](opts)...)
 	if err != nil {
 		t.Fatalf("Acquire: %v", err)
 	}
@@ -666,7 +700,7 @@ func acquired(t *testing.T, db *sql.DB, key advisory.Key, token int64, opts []ad
 }
 
 // notAcquired calls Acquire, which must fail with an error matching want.
-func notAcquired(t *testing.T, db *sql.DB, key advisory.Key, opts []advisory.Option, want error) {
+func notAcquired(t *testing.T, db *sql.DB, key advisory.Key, opts []advisory.LeaseOption, want error) {
 	t.Helper()
 	l, err := advisory.Acquire(context.Background(), db, key, opts...)
 	if l != nil || !errors.Is(err, want) {

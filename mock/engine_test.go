@@ -124,7 +124,7 @@ func TestEngineLocker(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, mock.ProbeEngine())
 	mock.ExpectEngine(m, mock.CockroachDB("v26.3.0"))
-	lk, err := advisory.NewLocker(db, advisory.MaxConns(1))
+	lk, err := advisory.NewLocker(db, advisory.LockerConfig{MaxConns: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

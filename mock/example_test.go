@@ -128,7 +128,7 @@ func migrate(ctx context.Context, db *sql.DB, steps ...string) error {
 			}
 		}
 		return nil
-	}, advisory.Timeout(10*time.Second))
+	}, advisory.Wait(10*time.Second))
 }
 
 // A bounded wait for a session lock, granted once and timed out once.
@@ -140,10 +140,10 @@ func ExampleExpectWithSessionLock() {
 	}
 	defer db.Close()
 
-	s := mock.ExpectWithSessionLock(m, advisory.PairKey(1, 1), mock.SessionGranted, advisory.Timeout(10*time.Second))
+	s := mock.ExpectWithSessionLock(m, advisory.PairKey(1, 1), mock.SessionGranted, advisory.Wait(10*time.Second))
 	m.ExpectExec("ALTER TABLE jobs ADD COLUMN owner text").WillReturnResult(sqlmock.NewResult(0, 0))
 	s.ExpectRelease()
-	mock.ExpectWithSessionLock(m, advisory.PairKey(1, 1), mock.SessionFailed, advisory.Timeout(10*time.Second))
+	mock.ExpectWithSessionLock(m, advisory.PairKey(1, 1), mock.SessionFailed, advisory.Wait(10*time.Second))
 
 	fmt.Println("first:", migrate(context.Background(), db, "ALTER TABLE jobs ADD COLUMN owner text"))
 	err = migrate(context.Background(), db, "ALTER TABLE jobs ADD COLUMN owner text")
@@ -180,7 +180,7 @@ func ExampleExpectAcquire() {
 	}
 	defer db.Close()
 
-	opts := []advisory.Option{advisory.Try(), advisory.Fencing(), advisory.Heartbeat(10 * time.Second)}
+	opts := []advisory.LeaseOption{advisory.Try(), advisory.Fencing(), advisory.Heartbeat(10 * time.Second)}
 	s := mock.ExpectAcquire(m, reportKey, mock.LeaseGranted, opts...).WithToken(8)
 	m.ExpectExec(`INSERT INTO reports \(token\) VALUES \(\$1\)`).WithArgs(s.Token).WillReturnResult(sqlmock.NewResult(0, 1))
 	s.ExpectRelease()

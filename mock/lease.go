@@ -109,7 +109,7 @@ type LeaseScope struct {
 // LeaseNotAcquired and opts lack advisory.Try, and when outcome is not one
 // of the constants. It lays down nothing for the fencing sequence, which
 // Acquire creates on a database that lacks it.
-func ExpectAcquire(m sqlmock.Sqlmock, key advisory.Key, outcome LeaseOutcome, opts ...advisory.Option) *LeaseScope {
+func ExpectAcquire(m sqlmock.Sqlmock, key advisory.Key, outcome LeaseOutcome, opts ...advisory.LeaseOption) *LeaseScope {
 	const helper = "mock: ExpectAcquire: "
 	switch outcome {
 	case LeaseGranted, LeaseNotAcquired, LeaseFailed, LeaseStandby, LeasePooler:
@@ -139,19 +139,19 @@ func ExpectAcquire(m sqlmock.Sqlmock, key advisory.Key, outcome LeaseOutcome, op
 }
 
 // ExpectWatch expects [advisory.Watch] of key, a lock the connection
-// already holds, with opts: the statement that confirms the lease, as
+// already holds, with cfg: the statement that confirms the lease, as
 // outcome says ([LeaseGranted], [LeaseStandby] or [LeasePooler]; Watch
 // sends no lock statement, so Lock is nil). Lay down the lock the code
 // takes before it, with the helper for that lock, such as [ExpectLock].
 // It panics on options advisory rejects and on any other outcome.
-func ExpectWatch(m sqlmock.Sqlmock, key advisory.Key, outcome LeaseOutcome, opts ...advisory.Option) *LeaseScope {
+func ExpectWatch(m sqlmock.Sqlmock, key advisory.Key, outcome LeaseOutcome, cfg advisory.WatchConfig) *LeaseScope {
 	const helper = "mock: ExpectWatch: "
 	switch outcome {
 	case LeaseGranted, LeaseStandby, LeasePooler:
 	default:
 		panic(fmt.Sprintf(helper+"%v is not an outcome of Watch: want LeaseGranted, LeaseStandby or LeasePooler", outcome))
 	}
-	o := parse(helper, opts, false)
+	o := scope.Options{Shared: cfg.Shared, Fencing: cfg.Fencing}
 	k := sqltext.KeyOf(key)
 	s := &LeaseScope{
 		m:       m,

@@ -50,7 +50,7 @@ type LockerTry struct {
 // Locker tries the key on a new one. It panics on [LeaseStandby], which a
 // Locker learns at the connection's start, on options advisory rejects,
 // and on any other outcome.
-func (c *LockerConn) ExpectAcquire(key advisory.Key, outcome LeaseOutcome, opts ...advisory.Option) *LockerTry {
+func (c *LockerConn) ExpectAcquire(key advisory.Key, outcome LeaseOutcome, opts ...advisory.LockerOption) *LockerTry {
 	const helper = "mock: LockerConn.ExpectAcquire: "
 	switch outcome {
 	case LeaseGranted, LeaseNotAcquired, LeaseFailed, LeasePooler:
@@ -77,7 +77,7 @@ func (c *LockerConn) ExpectAcquire(key advisory.Key, outcome LeaseOutcome, opts 
 
 // ExpectRelease expects [advisory.Lease.Release] of a lease on key taken
 // with opts on this connection, answering that the key was held.
-func (c *LockerConn) ExpectRelease(key advisory.Key, opts ...advisory.Option) *sqlmock.ExpectedExec {
+func (c *LockerConn) ExpectRelease(key advisory.Key, opts ...advisory.LockerOption) *sqlmock.ExpectedExec {
 	o := parse("mock: LockerConn.ExpectRelease: ", opts, false)
 	return expect(c.m, sqltext.CarrierUnlock(LeasePID, LeaseMark, o.Shared, sqltext.KeyOf(key)), 1)
 }

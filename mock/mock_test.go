@@ -138,14 +138,11 @@ func TestHelperPanics(t *testing.T) {
 		call func(m sqlmock.Sqlmock)
 		want string
 	}{
-		{"BadTimeout", func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, key, mock.Commit, advisory.Timeout(0)) }, "bad option"},
-		{"TryAndTimeout", func(m sqlmock.Sqlmock) {
-			mock.ExpectWithSessionLock(m, key, mock.Release, advisory.Try(), advisory.Timeout(time.Second))
-		}, "bad option"},
+		{"BadWait", func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, key, mock.Commit, advisory.Wait(-time.Second)) }, "bad option"},
 		{"XactNoOutcome", func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, key, 0) }, "not an outcome"},
 		{"SessionNoOutcome", func(m sqlmock.Sqlmock) { mock.ExpectWithSessionLock(m, key, 0) }, "not an outcome"},
 		{"XactNotAcquiredWithoutTry", func(m sqlmock.Sqlmock) {
-			mock.ExpectWithXactLock(m, key, mock.XactNotAcquired, advisory.Timeout(time.Second))
+			mock.ExpectWithXactLock(m, key, mock.XactNotAcquired, advisory.Wait(time.Second))
 		}, "advisory.Try()"},
 		{"SessionNotAcquiredWithoutTry", func(m sqlmock.Sqlmock) { mock.ExpectWithSessionLock(m, key, mock.SessionNotAcquired) }, "advisory.Try()"},
 		{"LeaseNoOutcome", func(m sqlmock.Sqlmock) { mock.ExpectAcquire(m, key, 0) }, "not an outcome"},

@@ -127,10 +127,10 @@ type XactScope struct {
 // m.ExpectRollback().
 //
 // The lock statement is the one advisory itself builds for opts. It panics
-// when advisory rejects opts, for example advisory.Timeout(0), since the
+// when advisory rejects opts, for example advisory.Wait(0), since the
 // call then sends nothing at all; when outcome is XactNotAcquired and opts
 // lack advisory.Try; and when outcome is not one of the constants.
-func ExpectWithXactLock(m sqlmock.Sqlmock, key advisory.Key, outcome XactOutcome, opts ...advisory.Option) *XactScope {
+func ExpectWithXactLock(m sqlmock.Sqlmock, key advisory.Key, outcome XactOutcome, opts ...advisory.XactOption) *XactScope {
 	const helper = "mock: ExpectWithXactLock: "
 	var lock string
 	switch outcome {
@@ -214,18 +214,18 @@ func (s *SessionScope) ExpectRelease() *sqlmock.ExpectedExec {
 // and panics when advisory rejects opts, when outcome is
 // SessionNotAcquired and opts lack advisory.Try, and when outcome is not
 // one of the constants.
-func ExpectWithSessionLock(m sqlmock.Sqlmock, key advisory.Key, outcome SessionOutcome, opts ...advisory.Option) *SessionScope {
+func ExpectWithSessionLock(m sqlmock.Sqlmock, key advisory.Key, outcome SessionOutcome, opts ...advisory.SessionOption) *SessionScope {
 	return expectSession("mock: ExpectWithSessionLock: ", m, key, outcome, opts, true)
 }
 
 // ExpectWithSessionLockConn expects [advisory.WithSessionLockConn] on key
 // with opts, as [ExpectWithSessionLock] does; its release unlocks key
 // alone, since the caller owns the connection.
-func ExpectWithSessionLockConn(m sqlmock.Sqlmock, key advisory.Key, outcome SessionOutcome, opts ...advisory.Option) *SessionScope {
+func ExpectWithSessionLockConn(m sqlmock.Sqlmock, key advisory.Key, outcome SessionOutcome, opts ...advisory.SessionOption) *SessionScope {
 	return expectSession("mock: ExpectWithSessionLockConn: ", m, key, outcome, opts, false)
 }
 
-func expectSession(helper string, m sqlmock.Sqlmock, key advisory.Key, outcome SessionOutcome, opts []advisory.Option, owned bool) *SessionScope {
+func expectSession(helper string, m sqlmock.Sqlmock, key advisory.Key, outcome SessionOutcome, opts []advisory.SessionOption, owned bool) *SessionScope {
 	switch outcome {
 	case Release, SessionNotAcquired, SessionFailed, SessionGranted:
 	default:
@@ -265,7 +265,7 @@ func expectLock(m sqlmock.Sqlmock, stmt string, refused, failed bool) *sqlmock.E
 
 // lockSQL returns the statement advisory sends to take key under opts, in
 // a transaction (xact) or a session; see [parse] for refused.
-func lockSQL(helper string, opts []advisory.Option, xact bool, key advisory.Key, refused bool) string {
+func lockSQL[O any](helper string, opts []O, xact bool, key advisory.Key, refused bool) string {
 	o := parse(helper, opts, refused)
 	_, stmt := o.LockStatement(sqltext.Inline, xact, sqltext.KeyOf(key))
 	return stmt.Query
@@ -274,8 +274,8 @@ func lockSQL(helper string, opts []advisory.Option, xact bool, key advisory.Key,
 // parse reads opts as advisory does. It panics when advisory rejects
 // them, since the call then sends nothing, and when the lock is to be
 // refused without advisory.Try: only a try can be refused.
-func parse(helper string, opts []advisory.Option, refused bool) scope.Options {
-	o, err := scope.Parse(opts)
+func parse[O any](helper string, opts []O, refused bool) scope.Options {
+	o, err := scope.ParseOf(opts)
 	if err != nil {
 		panic(helper + err.Error())
 	}

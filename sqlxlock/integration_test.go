@@ -173,9 +173,9 @@ func TestContentionIntegration(t *testing.T) {
 		}{
 			{"XactTry", sqlxlock.WithXactLock(ctx, db, key, xactFn, advisory.Try()), advisory.ErrNotAcquired},
 			{"XactTryShared", sqlxlock.WithXactLock(ctx, db, key, xactFn, advisory.Try(), advisory.Shared()), advisory.ErrNotAcquired},
-			{"XactTimeout", sqlxlock.WithXactLock(ctx, db, key, xactFn, advisory.Timeout(20*time.Millisecond)), advisory.ErrLockTimeout},
+			{"XactTimeout", sqlxlock.WithXactLock(ctx, db, key, xactFn, advisory.Wait(20*time.Millisecond)), advisory.ErrLockTimeout},
 			{"SessionTry", sqlxlock.WithSessionLock(ctx, db, key, sessFn, advisory.Try()), advisory.ErrNotAcquired},
-			{"SessionTimeout", sqlxlock.WithSessionLock(ctx, db, key, sessFn, advisory.Timeout(20*time.Millisecond)), advisory.ErrLockTimeout},
+			{"SessionTimeout", sqlxlock.WithSessionLock(ctx, db, key, sessFn, advisory.Wait(20*time.Millisecond)), advisory.ErrLockTimeout},
 		} {
 			if !errors.Is(tc.err, tc.want) {
 				t.Errorf("%s: err = %v, want %v", tc.name, tc.err, tc.want)
@@ -277,7 +277,7 @@ func TestWithSessionLockPanicIntegration(t *testing.T) {
 		}
 		// The server ends the closed session on its own schedule; wait for
 		// the key rather than guess how long that takes.
-		err = sqlxlock.WithXactLock(ctx, db, key, func(context.Context, *sqlx.Tx) error { return nil }, advisory.Timeout(time.Minute))
+		err = sqlxlock.WithXactLock(ctx, db, key, func(context.Context, *sqlx.Tx) error { return nil }, advisory.Wait(time.Minute))
 		if err != nil {
 			t.Fatalf("waiting for the key after the panic: %v", err)
 		}

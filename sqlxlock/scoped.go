@@ -21,14 +21,14 @@ var (
 // *sqlx.Tx that db.BeginTxx builds, with db's driver name, mapper and
 // unsafe flag. The lock, its release at commit or rollback, the options and
 // the errors are advisory's, unchanged.
-func WithXactLock(ctx context.Context, db *sqlx.DB, key advisory.Key, fn func(ctx context.Context, tx *sqlx.Tx) error, opts ...advisory.Option) error {
+func WithXactLock(ctx context.Context, db *sqlx.DB, key advisory.Key, fn func(ctx context.Context, tx *sqlx.Tx) error, opts ...advisory.XactOption) error {
 	switch {
 	case db == nil || db.DB == nil:
 		return errNilDB
 	case fn == nil:
 		return errNilFunc
 	}
-	o, err := scope.Parse(opts)
+	o, err := scope.ParseOf(opts)
 	if err != nil {
 		return err
 	}
@@ -36,21 +36,21 @@ func WithXactLock(ctx context.Context, db *sqlx.DB, key advisory.Key, fn func(ct
 	if err != nil {
 		return scope.Fail(ctx, "begin", "", err)
 	}
-	return scope.Xact(ctx, tx.Tx, true, sqltext.KeyOf(key), func(ctx context.Context, _ *sql.Tx) error { return fn(ctx, tx) }, &o)
+	return scope.Xact(ctx, tx.Tx, true, sqltext.KeyOf(key), func(ctx context.Context, _ *sql.Tx) error { return fn(ctx, tx) }, &o, scope.DBForm(db.DB))
 }
 
 // WithSessionLock is [advisory.WithSessionLock] for a *sqlx.DB: fn
 // receives the *sqlx.Conn that db.Connx builds, with db's driver name,
 // mapper and unsafe flag. The lock, its release when fn returns, the
 // options (Heartbeat included) and the errors are advisory's, unchanged.
-func WithSessionLock(ctx context.Context, db *sqlx.DB, key advisory.Key, fn func(ctx context.Context, conn *sqlx.Conn) error, opts ...advisory.Option) error {
+func WithSessionLock(ctx context.Context, db *sqlx.DB, key advisory.Key, fn func(ctx context.Context, conn *sqlx.Conn) error, opts ...advisory.SessionOption) error {
 	switch {
 	case db == nil || db.DB == nil:
 		return errNilDB
 	case fn == nil:
 		return errNilFunc
 	}
-	o, err := scope.Parse(opts)
+	o, err := scope.ParseOf(opts)
 	if err != nil {
 		return err
 	}

@@ -201,9 +201,9 @@ func TestAdvisoryBehaviour(t *testing.T) {
 			func(ctx context.Context, db *sqlx.DB) error {
 				return sqlxlock.WithXactLock(ctx, db, key, notCalled(t), advisory.Try())
 			}, advisory.ErrNotAcquired},
-		{"XactTimeout", func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, key, mock.XactFailed, advisory.Timeout(1)) },
+		{"XactTimeout", func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, key, mock.XactFailed, advisory.Wait(1)) },
 			func(ctx context.Context, db *sqlx.DB) error {
-				return sqlxlock.WithXactLock(ctx, db, key, notCalled(t), advisory.Timeout(1))
+				return sqlxlock.WithXactLock(ctx, db, key, notCalled(t), advisory.Wait(1))
 			}, advisory.ErrLockTimeout},
 		{"SessionRelease", func(m sqlmock.Sqlmock) { mock.ExpectWithSessionLock(m, key, mock.Release) },
 			func(ctx context.Context, db *sqlx.DB) error {
@@ -295,11 +295,11 @@ func TestBadOptionsSendNothing(t *testing.T) {
 	sqlDB, _ := mock.New(t) // no expectations: any statement fails the test
 	db := sqlx.NewDb(sqlDB, "postgres")
 	ctx := context.Background()
-	bad := []advisory.Option{advisory.Try(), advisory.Timeout(time.Second)}
-	if err := sqlxlock.WithXactLock(ctx, db, advisory.Int64Key(1), func(context.Context, *sqlx.Tx) error { return nil }, bad...); err == nil {
-		t.Error("WithXactLock accepted Try with Timeout")
+	bad := advisory.Wait(-time.Second)
+	if err := sqlxlock.WithXactLock(ctx, db, advisory.Int64Key(1), func(context.Context, *sqlx.Tx) error { return nil }, bad); !errors.Is(err, advisory.ErrBadOption) {
+		t.Errorf("WithXactLock with a negative Wait: %v, want ErrBadOption", err)
 	}
-	if err := sqlxlock.WithSessionLock(ctx, db, advisory.Int64Key(1), func(context.Context, *sqlx.Conn) error { return nil }, bad...); err == nil {
-		t.Error("WithSessionLock accepted Try with Timeout")
+	if err := sqlxlock.WithSessionLock(ctx, db, advisory.Int64Key(1), func(context.Context, *sqlx.Conn) error { return nil }, bad); !errors.Is(err, advisory.ErrBadOption) {
+		t.Errorf("WithSessionLock with a negative Wait: %v, want ErrBadOption", err)
 	}
 }

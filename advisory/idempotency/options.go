@@ -57,7 +57,7 @@ func Namespace(id int32) Option { return func(o *options) { o.ns = id } }
 
 // Wait makes [Run] wait up to d for an operation that another transaction
 // is running, instead of reporting [InProgress] at once. The server
-// enforces the bound (advisory.Timeout). When the other run commits within
+// enforces the bound (advisory.Wait). When the other run commits within
 // d, Run reports [Done] with its result; when it rolls back, Run runs fn
 // itself; when d runs out, Run reports InProgress. Wait(0) keeps the
 // default, which does not wait. A d that is negative or longer than the
@@ -94,11 +94,8 @@ func parse(opts []Option) (options, string, error) {
 
 // lockOptions returns the options WithXactLock takes the operation's lock
 // with.
-func (o *options) lockOptions() []advisory.Option {
-	opts := []advisory.Option{advisory.Try()}
-	if o.wait > 0 {
-		opts[0] = advisory.Timeout(o.wait)
-	}
+func (o *options) lockOptions() []advisory.XactOption {
+	opts := []advisory.XactOption{advisory.Wait(o.wait)}
 	if o.txOptions != nil {
 		opts = append(opts, advisory.TxOptions(o.txOptions))
 	}

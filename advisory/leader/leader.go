@@ -90,7 +90,7 @@ func Run(ctx context.Context, db *sql.DB, key advisory.Key, fn LeadFunc, opts ..
 	if err != nil {
 		return err
 	}
-	lopts := []advisory.Option{advisory.Heartbeat(o.heartbeat)}
+	lopts := []advisory.LeaseOption{advisory.Heartbeat(o.heartbeat)}
 	if o.fencing {
 		lopts = append(lopts, advisory.Fencing())
 	}

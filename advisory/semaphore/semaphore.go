@@ -80,7 +80,7 @@ type Semaphore struct {
 	base     advisory.Key
 	n        int
 	o        options
-	lopts    []advisory.Option
+	lease    advisory.WatchConfig // how a lease on a slot is watched
 	ringStmt sqltext.Stmt // the statement that wakes waiters
 	err      error
 	next     atomic.Uint32
@@ -100,13 +100,12 @@ func New(db *sql.DB, base advisory.Key, n int, opts ...Option) *Semaphore {
 		}
 	}
 	v, isInt := base.Int64()
-	// Recheck's range is Timeout's.
-	_, werr := scope.Parse([]advisory.Option{advisory.Timeout(s.o.recheck)})
 	switch {
 	case s.o.err != nil:
 		s.err = s.o.err
-	case werr != nil:
-		s.err = fmt.Errorf("semaphore: recheck %v: %w", s.o.recheck, werr)
+	case s.o.recheck <= 0 || s.o.recheck > math.MaxInt32*time.Millisecond:
+		// Recheck's range is that of lock_timeout.
+		s.err = fmt.Errorf("semaphore: recheck %v: %w: want more than 0 and at most %d ms", s.o.recheck, advisory.ErrBadOption, math.MaxInt32)
 	case db == nil:
 		s.err = errors.New("semaphore: nil *sql.DB")
 	case n < 1 || n > maxSlots:
@@ -114,10 +113,7 @@ func New(db *sql.DB, base advisory.Key, n int, opts ...Option) *Semaphore {
 	case isInt && v > math.MaxInt64-int64(n-1):
 		s.err = fmt.Errorf("semaphore: base key %s: its %d slots would pass the largest bigint", base, n)
 	}
-	s.lopts = []advisory.Option{advisory.Heartbeat(s.o.heartbeat)}
-	if s.o.fencing {
-		s.lopts = append(s.lopts, advisory.Fencing())
-	}
+	s.lease = advisory.WatchConfig{Heartbeat: s.o.heartbeat, Fencing: s.o.fencing}
 	if s.err == nil {
 		s.ringStmt = sqltext.SlotRing(scope.DBForm(db), sqltext.KeyOf(base), n)
 	}
@@ -258,7 +254,7 @@ var errWoken = errors.New("the server cancelled the statement")
 
 // watch turns conn's lock on slot into a lease, which rings when it ends.
 func (s *Semaphore) watch(ctx context.Context, conn *sql.Conn, slot advisory.Key) (*advisory.Lease, error) {
-	l, err := advisory.Watch(ctx, conn, slot, s.lopts...)
+	l, err := advisory.Watch(ctx, conn, slot, s.lease)
 	if err != nil {
 		return nil, fmt.Errorf("semaphore: %s: %w", s.base, err)
 	}

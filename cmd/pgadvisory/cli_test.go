@@ -43,16 +43,28 @@ func TestParseKeyArg(t *testing.T) {
 		{in: "-7:12", want: advisory.PairKey(-7, 12)},
 		{in: "7:nightly", want: advisory.NameKey(7, "nightly")},
 		{in: "7:a:b", want: advisory.NameKey(7, "a:b")},
-		{in: "7:12x", want: advisory.NameKey(7, "12x")},
+		{in: `7:"12x"`, want: advisory.NameKey(7, "12x")},
+		{in: `1:"1234"`, want: advisory.NameKey(1, "1234")},
+		{in: `7:""`, want: advisory.NameKey(7, "")},
 		{in: "billing:nightly", dict: true},
+		{in: "billing:12", dict: true},
+		{in: `billing:"2024"`, dict: true},
 		{in: "nightly", bare: true},
 		{in: "", wantErr: "empty key"},
-		{in: "9223372036854775808", wantErr: "out of the range of a bigint"},
-		{in: "2147483648:1", wantErr: "out of the range of an int4"},
-		{in: "1:2147483648", wantErr: "out of the range of an int4"},
+		{in: "9223372036854775808", wantErr: `key "9223372036854775808": "9223372036854775808" is out of the range of an int64 (bigint)`},
+		{in: "2147483648:1", wantErr: "out of the range of an int32 (int4)"},
+		{in: "1:2147483648", wantErr: "out of the range of an int32 (int4)"},
+		{in: "+42", wantErr: "write 42"},
+		{in: "007:x", wantErr: "write 7"},
+		{in: "7:12x", wantErr: `a name that begins with a digit or a sign is quoted, as in 7:"2024-report"`},
+		{in: "1:2:3", wantErr: `"2:3" is not a decimal integer`},
 		{in: ":x", wantErr: "empty namespace"},
 		{in: "7:", wantErr: "empty name"},
+		{in: "7: x", wantErr: `is quoted: " x"`},
 		{in: "7:a\x00b", wantErr: "NUL"},
+		{in: "a\x00b", wantErr: "NUL"},
+		{in: "billing:", wantErr: `key "billing:": empty name after the colon`},
+		{in: "billing:007", wantErr: `key "billing:007": after the colon, "007" is not written canonically`},
 	}
 	for _, c := range cases {
 		k, err := parseKeyArg(c.in)
@@ -71,6 +83,9 @@ func TestParseKeyArg(t *testing.T) {
 		}
 		if !c.bare && !c.dict && k.key != c.want {
 			t.Errorf("parseKeyArg(%q) = %v, want %v", c.in, k.key, c.want)
+		}
+		if lib, err := advisory.ParseKey(c.in); !c.bare && !c.dict && (err != nil || lib != k.key) {
+			t.Errorf("parseKeyArg(%q) = %v; advisory.ParseKey gives %v, %v: want the same key", c.in, k.key, lib, err)
 		}
 	}
 }
@@ -134,7 +149,7 @@ func TestUsage(t *testing.T) {
 	}{
 		{args: nil, code: 2, stderr: "Usage:\n\n\tpgadvisory <command> [arguments]"},
 		{args: []string{"help"}, code: 0, stdout: "The commands are:"},
-		{args: []string{"help", "exec"}, code: 0, stdout: "usage: pgadvisory exec [-n | -w timeout]"},
+		{args: []string{"help", "exec"}, code: 0, stdout: "usage: pgadvisory exec [-n | -w d]"},
 		{args: []string{"help", "locks"}, code: 0, stdout: "usage: pgadvisory locks"},
 		{args: []string{"help", "connect"}, code: 0, stdout: "DATABASE_URL"},
 		{args: []string{"help", "nosuch"}, code: 2, stderr: "unknown help topic"},

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,7 +18,7 @@ import (
 
 var cmdExec = &command{
 	name:      "exec",
-	usageLine: "exec [-n | -w timeout] [-s] [-E code] [--heartbeat d] [--grace d] [--dsn dsn] KEY [--] command [args...]",
+	usageLine: "exec [-n | -w d] [-s] [-E code] [--heartbeat d] [--grace d] [--dsn dsn] KEY [--] command [args...]",
 	short:     "run a command while holding an advisory lock",
 	long:      helpExec,
 	run:       runExec,
@@ -33,7 +34,8 @@ const (
 // execFlags are exec's flags.
 type execFlags struct {
 	nonblock, shared, noFencing bool
-	timeout, heartbeat, grace   durationValue
+	waitSet                     bool // -w was given: wait at most wait
+	wait, heartbeat, grace      durationValue
 	conflictCode, lostCode      int
 	dsn                         *string
 }
@@ -48,7 +50,7 @@ func runExec(ctx context.Context, e *env, cmd *command, args []string) int {
 	fs := newFlagSet(e, cmd)
 	boolFlag(fs, &f.nonblock, "n", "nonblock")
 	boolFlag(fs, &f.shared, "s", "shared")
-	durationFlag(fs, &f.timeout, "w", "timeout")
+	durationFlag(fs, &f.wait, "w", "wait")
 	intFlag(fs, &f.conflictCode, "E", "conflict-exit-code")
 	intFlag(fs, &f.lostCode, "lost-exit-code")
 	durationFlag(fs, &f.heartbeat, "heartbeat")
@@ -59,6 +61,7 @@ func runExec(ctx context.Context, e *env, cmd *command, args []string) int {
 		return code
 	}
 
+	fs.Visit(func(fl *flag.Flag) { f.waitSet = f.waitSet || fl.Name == "w" || fl.Name == "wait" })
 	rest := fs.Args()
 	if len(rest) == 0 {
 		return usageError(e, cmd, "no KEY given")
@@ -73,7 +76,7 @@ func runExec(ctx context.Context, e *env, cmd *command, args []string) int {
 		return usageError(e, cmd, "no command given")
 	}
 	switch {
-	case f.nonblock && f.timeout > 0:
+	case f.nonblock && f.wait > 0:
 		return usageError(e, cmd, "-n and -w exclude each other")
 	case f.conflictCode < 0 || f.conflictCode > 255:
 		return usageError(e, cmd, "-E %d: an exit code is from 0 to 255", f.conflictCode)
@@ -126,15 +129,15 @@ func acquire(ctx context.Context, e *env, cmd *command, f *execFlags, key *keyAr
 			done <- result{code: fail(e, cmd, exitUnavailable, "%v", db.redact.err(explainPooler(err)))}
 			return
 		}
-		opts := []advisory.Option{advisory.Heartbeat(time.Duration(f.heartbeat))}
+		opts := []advisory.LeaseOption{advisory.Heartbeat(time.Duration(f.heartbeat))}
 		if !f.noFencing {
 			opts = append(opts, advisory.Fencing())
 		}
 		if f.nonblock {
 			opts = append(opts, advisory.Try())
 		}
-		if f.timeout > 0 {
-			opts = append(opts, advisory.Timeout(time.Duration(f.timeout)))
+		if f.waitSet {
+			opts = append(opts, advisory.Wait(time.Duration(f.wait))) // -w 0 does not wait, as -n
 		}
 		if f.shared {
 			opts = append(opts, advisory.Shared())
@@ -146,7 +149,7 @@ func acquire(ctx context.Context, e *env, cmd *command, f *execFlags, key *keyAr
 		case errors.Is(err, advisory.ErrNotAcquired):
 			code = fail(e, cmd, f.conflictCode, "lock %s is held by another session", describeKey(key))
 		case errors.Is(err, advisory.ErrLockTimeout):
-			code = fail(e, cmd, f.conflictCode, "lock %s: gave up waiting after %v", describeKey(key), time.Duration(f.timeout))
+			code = fail(e, cmd, f.conflictCode, "lock %s: gave up waiting after %v", describeKey(key), time.Duration(f.wait))
 		case ctx.Err() != nil:
 			code = exitUnavailable // interrupted; the caller says by what
 		default:

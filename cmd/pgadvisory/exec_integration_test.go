@@ -16,7 +16,7 @@ import (
 
 // hold takes key as a lease in the test's own session, released at the
 // test's end.
-func hold(t *testing.T, s *pgtest.Server, key advisory.Key, opts ...advisory.Option) *advisory.Lease {
+func hold(t *testing.T, s *pgtest.Server, key advisory.Key, opts ...advisory.LeaseOption) *advisory.Lease {
 	t.Helper()
 	db := s.Open(t, pgtest.DriverPGX)
 	l, err := advisory.Acquire(testContext(t), db, key, append(opts, advisory.Try())...)
@@ -54,7 +54,7 @@ func TestExecExitCodes(t *testing.T) {
 			{name: "ConflictLongFlags", args: append([]string{"exec", "--nonblock", "--conflict-exit-code", "9", "9002"}, touch...), code: 9},
 			{name: "ConflictExitCode", args: append([]string{"exec", "-n", "-E", "0", "9002"}, touch...), code: 0},
 			{name: "Timeout", args: append([]string{"exec", "-w", "300ms", "9002"}, touch...), code: 1, stderr: "gave up waiting after 300ms", atLeast: 300 * time.Millisecond},
-			{name: "TimeoutSeconds", args: append([]string{"exec", "--timeout", "0.2", "-E", "4", "9002"}, touch...), code: 4, atLeast: 200 * time.Millisecond},
+			{name: "TimeoutSeconds", args: append([]string{"exec", "--wait", "0.2", "-E", "4", "9002"}, touch...), code: 4, atLeast: 200 * time.Millisecond},
 			{name: "SharedWithShared", args: append([]string{"exec", "-s", "-n", "9003"}, touch...), code: 0, ran: true},
 			{name: "ExclusiveWithShared", args: append([]string{"exec", "-n", "9003"}, touch...), code: 1},
 			{name: "PairKey", args: append([]string{"exec", "-n", "9002:1"}, touch...), code: 0, ran: true},

@@ -35,9 +35,10 @@ The flags are:
 
 	-n, --nonblock
 		Fail at once if another session holds the lock.
-	-w, --timeout d
+	-w, --wait d
 		Fail if the lock is not granted within d (30s, 1m, or a number of
-		seconds). Without -n or -w, wait as long as it takes.
+		seconds); -w 0 does not wait, as -n. Without -n or -w, wait as
+		long as it takes.
 	-s, --shared
 		Take a shared lock, which other shared holders may hold too.
 	-E, --conflict-exit-code code

@@ -11,11 +11,11 @@ import (
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 )
 
-// Options are the settings of a scoped helper, as advisory's options set
-// them.
+// Options are the settings of a call that takes a lock, as advisory's
+// options set them.
 type Options struct {
-	Try     bool          // give up at once when the key is held
-	Bounded bool          // Timeout was given
+	Try     bool          // give up at once when the key is held: Try, or Wait(0)
+	Bounded bool          // Wait(d) with d other than 0 was given last
 	Timeout time.Duration // the bound, when Bounded
 	Shared  bool          // a shared lock rather than an exclusive one
 	TxOpts  *sql.TxOptions
@@ -25,9 +25,6 @@ type Options struct {
 	Heartbeat time.Duration // a lease's heartbeat interval; 0 is DefaultHeartbeat
 	Watched   bool          // Heartbeat was given: a session scope runs as a lease
 	Fencing   bool          // a lease takes a fencing token
-
-	MaxConns    int  // a Locker's connections
-	MaxConnsSet bool // MaxConns was given
 
 	Hooks Hooks // observe this call with these rather than the default
 }
@@ -46,9 +43,20 @@ var optionsPool = sync.Pool{New: func() any { return new(Options) }}
 // ErrBadOption is wrapped by every error about an option's value.
 var ErrBadOption = errors.New("advisory: bad option")
 
-// Parse applies opts, in order, to the zero Options and checks the result.
-// Nil options are skipped.
-func Parse[O ~func(*Options)](opts []O) (Options, error) {
+// ApplyOption applies opt, one of advisory's options, to o, and reports
+// whether opt was one. Package advisory sets it, for the packages that
+// take its options for calls they mirror (mock) or wrap (sqlxlock).
+var ApplyOption func(opt any, o *Options) bool
+
+// ParseOf applies opts, advisory's options, as [Parse] does, through
+// [ApplyOption].
+func ParseOf[O any](opts []O) (Options, error) {
+	return Parse(opts, func(opt O, o *Options) { ApplyOption(opt, o) })
+}
+
+// Parse applies opts, in order, with apply, to the zero Options and
+// checks the result. Nil options are skipped.
+func Parse[O any](opts []O, apply func(O, *Options)) (Options, error) {
 	var o Options
 	if len(opts) > 0 {
 		// An option is a function of a pointer, which the compiler must
@@ -56,31 +64,32 @@ func Parse[O ~func(*Options)](opts []O) (Options, error) {
 		// they cost no allocation per call.
 		p := optionsPool.Get().(*Options) // zero: it is put back zeroed
 		for _, opt := range opts {
-			if opt != nil {
-				opt(p)
+			if any(opt) != nil {
+				apply(opt, p)
 			}
 		}
 		o = *p
 		*p = Options{} // drop the references it holds
 		optionsPool.Put(p)
 	}
+	return o, o.Check()
+}
+
+// Check reports an error for a setting out of range.
+func (o *Options) Check() error {
 	switch {
-	case o.Bounded && o.Timeout <= 0:
-		return o, fmt.Errorf("%w: Timeout(%v) must be positive", ErrBadOption, o.Timeout)
+	case o.Bounded && o.Timeout < 0:
+		return fmt.Errorf("%w: Wait(%v) must not be negative", ErrBadOption, o.Timeout)
 	case o.TimeoutMillis() > math.MaxInt32:
-		return o, fmt.Errorf("%w: Timeout(%v) exceeds the server's limit of %d ms", ErrBadOption, o.Timeout, math.MaxInt32)
-	case o.Try && o.Bounded:
-		return o, fmt.Errorf("%w: Try and Timeout cannot be combined", ErrBadOption)
+		return fmt.Errorf("%w: Wait(%v) exceeds the server's limit of %d ms", ErrBadOption, o.Timeout, math.MaxInt32)
 	case o.Sliced && o.Slice < time.Millisecond:
-		return o, fmt.Errorf("%w: WaitSlice(%v) must be at least a millisecond", ErrBadOption, o.Slice)
+		return fmt.Errorf("%w: WaitSlice(%v) must be at least a millisecond", ErrBadOption, o.Slice)
 	case o.Slice > math.MaxInt32*time.Millisecond:
-		return o, fmt.Errorf("%w: WaitSlice(%v) exceeds the server's limit of %d ms", ErrBadOption, o.Slice, math.MaxInt32)
-	case o.MaxConnsSet && o.MaxConns < 1:
-		return o, fmt.Errorf("%w: MaxConns(%d) must be at least 1", ErrBadOption, o.MaxConns)
+		return fmt.Errorf("%w: WaitSlice(%v) exceeds the server's limit of %d ms", ErrBadOption, o.Slice, math.MaxInt32)
 	case o.Watched && o.Heartbeat < time.Millisecond:
-		return o, fmt.Errorf("%w: Heartbeat(%v) must be at least a millisecond", ErrBadOption, o.Heartbeat)
+		return fmt.Errorf("%w: Heartbeat(%v) must be at least a millisecond", ErrBadOption, o.Heartbeat)
 	}
-	return o, nil
+	return nil
 }
 
 // SliceLength returns the longest one statement of a wait may run.

@@ -65,7 +65,7 @@ func TestUnaryOutcomes(t *testing.T) {
 			name: "WaitExpires", method: methodPay, req: wrapperspb.Int64(42),
 			opts: []grpclock.Option{grpclock.Wait(1500 * time.Millisecond)},
 			expect: func(m sqlmock.Sqlmock) {
-				mock.ExpectWithXactLock(m, order42, mock.XactFailed, advisory.Timeout(1500*time.Millisecond)) // 55P03
+				mock.ExpectWithXactLock(m, order42, mock.XactFailed, advisory.Wait(1500*time.Millisecond)) // 55P03
 			},
 			wantCode: codes.Aborted,
 		},
@@ -73,7 +73,7 @@ func TestUnaryOutcomes(t *testing.T) {
 			name: "WaitGranted", method: methodPay, req: wrapperspb.Int64(42),
 			opts: []grpclock.Option{grpclock.Wait(1500 * time.Millisecond)},
 			expect: func(m sqlmock.Sqlmock) {
-				mock.ExpectWithXactLock(m, order42, mock.XactGranted, advisory.Timeout(1500*time.Millisecond))
+				mock.ExpectWithXactLock(m, order42, mock.XactGranted, advisory.Wait(1500*time.Millisecond))
 				expectUpdate42(m)
 				m.ExpectCommit()
 			},

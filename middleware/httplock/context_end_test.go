@@ -67,7 +67,7 @@ func TestXactLockContextEnded(t *testing.T) {
 func TestXactLockCancelledWhileLocking(t *testing.T) {
 	t.Parallel()
 	db, m := mock.New(t, exact)
-	mock.ExpectWithXactLock(m, order42, mock.XactFailed, advisory.Timeout(time.Minute)).Lock.
+	mock.ExpectWithXactLock(m, order42, mock.XactFailed, advisory.Wait(time.Minute)).Lock.
 		WillDelayFor(time.Minute).WillReturnError(errors.New("not reached"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -147,7 +147,7 @@ func TestXactLockOutcomes(t *testing.T) {
 			name: "WaitGranted", path: "/orders/42", handler: ok,
 			opts: []httplock.Option{httplock.Wait(2 * time.Second)},
 			expect: func(m sqlmock.Sqlmock) {
-				mock.ExpectWithXactLock(m, order42, mock.Commit, advisory.Timeout(2*time.Second))
+				mock.ExpectWithXactLock(m, order42, mock.Commit, advisory.Wait(2*time.Second))
 			},
 			wantStatus: 200, wantBody: "ok", wantCalled: true,
 		},
@@ -155,7 +155,7 @@ func TestXactLockOutcomes(t *testing.T) {
 			name: "WaitExpires", path: "/orders/42", handler: ok,
 			opts: []httplock.Option{httplock.Wait(1500 * time.Millisecond)},
 			expect: func(m sqlmock.Sqlmock) {
-				mock.ExpectWithXactLock(m, order42, mock.XactFailed, advisory.Timeout(1500*time.Millisecond)) // 55P03
+				mock.ExpectWithXactLock(m, order42, mock.XactFailed, advisory.Wait(1500*time.Millisecond)) // 55P03
 			},
 			wantStatus: 409, wantBody: "conflict: resource busy, retry later\n",
 			wantHeader: http.Header{"Retry-After": {"1"}},

@@ -52,13 +52,10 @@ func CheckRetryAfter(pkg string, d time.Duration) {
 }
 
 // LockOptions returns the options that make advisory.WithXactLock take the
-// lock as c says: advisory.Try, or advisory.Timeout(c.Wait) when c.Wait is
-// set, and advisory.TxOptions when c.TxOptions is.
-func (c Config) LockOptions() []advisory.Option {
-	opts := []advisory.Option{advisory.Try()}
-	if c.Wait > 0 {
-		opts[0] = advisory.Timeout(c.Wait)
-	}
+// lock as c says: advisory.Wait(c.Wait), which does not wait when c.Wait
+// is 0, and advisory.TxOptions when c.TxOptions is set.
+func (c Config) LockOptions() []advisory.XactOption {
+	opts := []advisory.XactOption{advisory.Wait(c.Wait)}
 	if c.TxOptions != nil {
 		opts = append(opts, advisory.TxOptions(c.TxOptions))
 	}

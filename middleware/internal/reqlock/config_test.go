@@ -57,11 +57,11 @@ func TestLockOptions(t *testing.T) {
 	tests := []struct {
 		name string
 		c    reqlock.Config
-		same []advisory.Option
+		same []advisory.XactOption
 	}{
-		{"Try", reqlock.Config{}, []advisory.Option{advisory.Try()}},
-		{"Wait", reqlock.Config{Wait: 1500 * time.Millisecond}, []advisory.Option{advisory.Timeout(1500 * time.Millisecond)}},
-		{"TxOptionsKeepTry", reqlock.Config{TxOptions: &sql.TxOptions{ReadOnly: true}}, []advisory.Option{advisory.Try()}},
+		{"Try", reqlock.Config{}, []advisory.XactOption{advisory.Try()}},
+		{"Wait", reqlock.Config{Wait: 1500 * time.Millisecond}, []advisory.XactOption{advisory.Wait(1500 * time.Millisecond)}},
+		{"TxOptionsKeepTry", reqlock.Config{TxOptions: &sql.TxOptions{ReadOnly: true}}, []advisory.XactOption{advisory.Try()}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 // error, or the commit's. Like WithXactLock, it calls fn only if ctx is
 // live when the lock is granted, and commits nothing once ctx has ended,
 // so a request whose client has gone away commits nothing.
-func Run(ctx context.Context, db *sql.DB, key advisory.Key, opts []advisory.Option,
+func Run(ctx context.Context, db *sql.DB, key advisory.Key, opts []advisory.XactOption,
 	fn func(ctx context.Context, tx *sql.Tx) error) (called bool, err error) {
 	err = advisory.WithXactLock(ctx, db, key, func(ctx context.Context, tx *sql.Tx) error {
 		called = true

@@ -17,7 +17,7 @@ import (
 func TestRun(t *testing.T) {
 	t.Parallel()
 	key := advisory.PairKey(1, 2)
-	try := []advisory.Option{advisory.Try()}
+	try := []advisory.XactOption{advisory.Try()}
 	errFn := errors.New("fn failed")
 	tests := []struct {
 		name       string
@@ -84,7 +84,7 @@ func TestRunContextEndedAtGrant(t *testing.T) {
 	db, m := mock.New(t, mock.QueryMatcher(sqlmock.QueryMatcherEqual))
 	mock.ExpectWithXactLock(m, key, mock.XactGranted, advisory.Try())
 	m.ExpectRollback()
-	called, err := reqlock.Run(endedCtx{context.Background()}, db, key, []advisory.Option{advisory.Try()},
+	called, err := reqlock.Run(endedCtx{context.Background()}, db, key, []advisory.XactOption{advisory.Try()},
 		func(context.Context, *sql.Tx) error {
 			t.Error("fn called")
 			return nil
@@ -102,7 +102,7 @@ func TestRunContextEndedInFn(t *testing.T) {
 	db, m := mock.New(t, mock.QueryMatcher(sqlmock.QueryMatcherEqual))
 	mock.ExpectWithXactLock(m, key, mock.Rollback, advisory.Try())
 	ctx := &endingCtx{Context: context.Background()}
-	called, err := reqlock.Run(ctx, db, key, []advisory.Option{advisory.Try()}, func(context.Context, *sql.Tx) error {
+	called, err := reqlock.Run(ctx, db, key, []advisory.XactOption{advisory.Try()}, func(context.Context, *sql.Tx) error {
 		ctx.end()
 		return nil
 	})
