@@ -52,7 +52,7 @@ func TestLockerIntegration(t *testing.T) {
 			t.Parallel()
 			// Each heartbeat must be answered within the interval, or
 			// the lease is lost: an interval a loaded machine answers.
-			lk := newLocker(t, tg.DB, advisory.LockerConfig{Heartbeat: 500*time.Millisecond})
+			lk := newLocker(t, tg.DB, advisory.LockerConfig{Heartbeat: 500 * time.Millisecond})
 			key := keys.nextPair()
 			l, err := lk.Acquire(ctx, key)
 			if err != nil {

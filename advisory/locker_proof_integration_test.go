@@ -44,7 +44,7 @@ func TestLockerTenThousandKeysIntegration(t *testing.T) {
 					// On a machine loaded by the rest of the suite that
 					// has taken over a second, the bound a 1 s interval
 					// sets for the answer.
-					lk := newLocker(t, db, advisory.LockerConfig{MaxConns: manyConns, Heartbeat: 3*time.Second})
+					lk := newLocker(t, db, advisory.LockerConfig{MaxConns: manyConns, Heartbeat: 3 * time.Second})
 					gen := newPGKeys()
 					ls := make([]*advisory.Lease, manyKeys)
 					var next atomic.Int64

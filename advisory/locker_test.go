@@ -38,7 +38,7 @@ func TestLockerLosesOnlyMissingKeys(t *testing.T) {
 		sqlmock.NewRows([]string{"classid", "objid", "objsubid", "shared"}).AddRow(int64(0), int64(42), 1, false))
 	m.ExpectExec(sqltext.CarrierRelease(7, 9)).WillReturnResult(sqlmock.NewResult(0, 1))
 
-	lk, err := advisory.NewLocker(db, advisory.LockerConfig{MaxConns: 1, Heartbeat: 300*time.Millisecond})
+	lk, err := advisory.NewLocker(db, advisory.LockerConfig{MaxConns: 1, Heartbeat: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -439,12 +439,12 @@ func TestScopedBadInput(t *testing.T) {
 	xfn := func(context.Context, *sql.Tx) error { return nil }
 	sfn := func(context.Context, *sql.Conn) error { return nil }
 	tests := map[string]error{
-		"XactNilDB":       advisory.WithXactLock(ctx, nil, k42, xfn),
-		"XactNilFn":       advisory.WithXactLock(ctx, db, k42, nil),
-		"SessionNilDB":    advisory.WithSessionLock(ctx, nil, k42, sfn),
-		"SessionNilFn":    advisory.WithSessionLock(ctx, db, k42, nil),
-		"WaitNegative":    advisory.WithSessionLock(ctx, db, k42, sfn, advisory.Wait(-time.Second)),
-		"WaitTooLong":     advisory.WithXactLock(ctx, db, k42, xfn, advisory.Wait(1000*time.Hour)),
+		"XactNilDB":    advisory.WithXactLock(ctx, nil, k42, xfn),
+		"XactNilFn":    advisory.WithXactLock(ctx, db, k42, nil),
+		"SessionNilDB": advisory.WithSessionLock(ctx, nil, k42, sfn),
+		"SessionNilFn": advisory.WithSessionLock(ctx, db, k42, nil),
+		"WaitNegative": advisory.WithSessionLock(ctx, db, k42, sfn, advisory.Wait(-time.Second)),
+		"WaitTooLong":  advisory.WithXactLock(ctx, db, k42, xfn, advisory.Wait(1000*time.Hour)),
 		"NilOptionIsIgnored": func() error {
 			return advisory.WithXactLock(ctx, nil, k42, xfn, nil)
 		}(),

@@ -170,7 +170,9 @@ var standbyCases = []standbyCase{
 			t.Fatal(err)
 		}
 		// Watch closes conn.
-		return releaseLease(t, func() (*advisory.Lease, error) { return advisory.Watch(ctx, conn, key, advisory.WatchConfig{Fencing: true}) })
+		return releaseLease(t, func() (*advisory.Lease, error) {
+			return advisory.Watch(ctx, conn, key, advisory.WatchConfig{Fencing: true})
+		})
 	}, false},
 	{"Locker", func(ctx context.Context, t *testing.T, db *sql.DB, key advisory.Key, _ *bool) error {
 		lk, err := advisory.NewLocker(db, advisory.LockerConfig{})

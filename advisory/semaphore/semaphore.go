@@ -81,7 +81,7 @@ type Semaphore struct {
 	n        int
 	o        options
 	lease    advisory.WatchConfig // how a lease on a slot is watched
-	ringStmt sqltext.Stmt // the statement that wakes waiters
+	ringStmt sqltext.Stmt         // the statement that wakes waiters
 	err      error
 	next     atomic.Uint32
 	rings    atomic.Int64 // rings asked for and not yet run: see ring
