@@ -18,7 +18,7 @@ type options struct {
 
 // Wait makes the interceptor wait up to d for a lock that another call
 // holds, instead of failing at once with codes.Aborted. The server
-// enforces the bound ([advisory.Timeout]); a wait that runs out, or that a
+// enforces the bound ([advisory.Wait]); a wait that runs out, or that a
 // shorter statement_timeout of the server cancels, fails with
 // codes.Aborted too, and the call's deadline can end it sooner, with
 // codes.DeadlineExceeded. Wait(0) keeps the default, which does not wait.

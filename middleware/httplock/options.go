@@ -23,7 +23,7 @@ type options struct {
 
 // Wait makes the middleware wait up to d for a lock that another request
 // holds, instead of answering 409 Conflict at once. The server enforces the
-// bound ([advisory.Timeout]); a wait that runs out, or that a shorter
+// bound ([advisory.Wait]); a wait that runs out, or that a shorter
 // statement_timeout of the server cancels, is answered as a busy lock,
 // 409 Conflict with Retry-After. The request's context can end the
 // wait sooner: its deadline is answered 503 Service Unavailable, a client
