@@ -70,7 +70,7 @@
 // For an [advisory.Locker], [ExpectLockerConn] lays down the start of one
 // of its connections, and the [LockerConn] it returns lays down what the
 // Locker sends on that connection: each acquisition's try, each release,
-// each heartbeat, and Close. Give the Locker [advisory.MaxConns](1):
+// each heartbeat, and Close. Give the Locker advisory.LockerConfig{MaxConns: 1}:
 //
 //	c := mock.ExpectLockerConn(m)
 //	c.ExpectAcquire(key, mock.LeaseGranted, advisory.Try())

@@ -20,7 +20,7 @@ type LockerConn struct {
 // ExpectLockerConn expects an [advisory.Locker] to open a connection, and
 // answers its start: backend [LeasePID], not a standby, mark [LeaseMark].
 // A Locker opens a connection at its first Acquire, and another at each
-// Acquire while fewer than [advisory.MaxConns] are open and each is in
+// Acquire while fewer than [advisory.LockerConfig.MaxConns] are open and each is in
 // use; give the Locker under test LockerConfig{MaxConns: 1} to keep to one, and a
 // heartbeat interval (advisory.Heartbeat) longer than the test, or lay
 // down each heartbeat it lets run with [LockerConn.ExpectHeartbeat].

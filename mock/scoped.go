@@ -117,7 +117,7 @@ type XactScope struct {
 // ExpectWithXactLock expects [advisory.WithXactLock] (or
 // sqlxlock.WithXactLock, or a BEGIN followed by [advisory.WithXactLockTx])
 // on key with opts: BEGIN, then the statement that takes the lock as opts
-// say ([advisory.Try], [advisory.Timeout], [advisory.Shared]), then COMMIT
+// say ([advisory.Try], [advisory.Wait], [advisory.Shared]), then COMMIT
 // or ROLLBACK as outcome says. Pass the very options the code under test
 // passes.
 //
