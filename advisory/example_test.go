@@ -164,14 +164,16 @@ func ExampleLockKeys() {
 }
 
 func ExampleParseKey() {
-	for _, s := range []string{"42", "1:1234", "1:2:3"} {
+	for _, s := range []string{"42", "1:1234", "7:nightly", `7:"2024"`, "1:2:3"} {
 		k, err := advisory.ParseKey(s)
 		fmt.Println(k, k.IsPair(), err)
 	}
 	// Output:
 	// 42 false <nil>
 	// 1:1234 true <nil>
-	// 0 false advisory: malformed key "1:2:3": each half of a pair key must be an int32, written as Key.String writes it
+	// 7:2091003772 true <nil>
+	// 7:1367300774 true <nil>
+	// 0 false advisory: malformed key "1:2:3": after the colon, "2:3" is not a decimal integer; a name that begins with a digit or a sign is quoted, as in 7:"2024-report"
 }
 
 func ExampleKey_Compare() {

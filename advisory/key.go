@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 )
@@ -91,8 +93,8 @@ func (k Key) sql() sqltext.Key { return sqltext.KeyOf(k) }
 // in JSON, configuration files and flags.
 func (k Key) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
 
-// UnmarshalText reads a key written by [Key.MarshalText], as [ParseKey]
-// does.
+// UnmarshalText reads a key as [ParseKey] does: what [Key.MarshalText]
+// writes, or a name key such as "7:nightly".
 func (k *Key) UnmarshalText(text []byte) error {
 	v, err := ParseKey(string(text))
 	if err != nil {
@@ -106,36 +108,164 @@ func (k *Key) UnmarshalText(text []byte) error {
 // key.
 var ErrBadKey = errors.New("advisory: malformed key")
 
-// ParseKey reads a key written by [Key.String]: a decimal bigint such as
-// "-42", or two decimal int32 halves joined by a colon, such as "1:1234".
-// Only the canonical form is accepted, the one Key.String writes: no sign
-// but a leading '-', no leading zeros, no "-0", so that each key has one
-// spelling.
+// ParseKey reads a key written as text. It reads back every string that
+// [Key.String] writes, and one more form, for keys made by [NameKey]:
+//
+//	42          Int64Key(42)
+//	-42         Int64Key(-42)
+//	1:1234      PairKey(1, 1234)
+//	7:nightly   NameKey(7, "nightly"), the lock pg_advisory_lock(7, hashtext('nightly')) takes
+//	7:"2024"    NameKey(7, "2024"): a quoted name
+//
+// Numbers are decimal and canonical, as strconv.FormatInt writes them: no
+// '+', no leading zeros, no "-0", so that a number has one spelling. The
+// number before a colon is an int32, the namespace.
+//
+// After the colon, text that begins with a digit or a sign is a number, an
+// int32; anything else is a name, hashed with [HashText]. A name that
+// begins with a digit, a sign, a colon, a double quote or white space,
+// that ends with white space, or that is empty, is written as a Go
+// double-quoted string ([strconv.Quote]): 7:"2024-report", 7:"-x", 7:"".
+// Any name may be quoted. So "1:1234" is always the pair, and "1:1_000",
+// "1:2:3" and "1::2" are errors, not names. No name may hold a NUL byte,
+// which PostgreSQL text cannot.
+//
+// [Key.String] writes a name key as its pair of numbers, since a key does
+// not keep its name: ParseKey("7:nightly").String() is "7:" followed by
+// HashText("nightly"). A string in none of these forms is an error that
+// wraps [ErrBadKey] and says what is wrong; ParseKey never panics.
 func ParseKey(s string) (Key, error) {
-	a, b, isPair := strings.Cut(s, ":")
-	if !isPair {
-		v, ok := parseCanonical(s, 64)
-		if !ok {
-			return Key{}, fmt.Errorf("%w %q: want a bigint or two int32 joined by ':', written as Key.String writes them", ErrBadKey, s)
-		}
-		return Int64Key(v), nil
+	k, why := parseKey(s)
+	if why != "" {
+		return Key{}, fmt.Errorf("%w %s: %s", ErrBadKey, quoteShort(s), why)
 	}
-	k1, ok1 := parseCanonical(a, 32)
-	k2, ok2 := parseCanonical(b, 32)
-	if !ok1 || !ok2 {
-		return Key{}, fmt.Errorf("%w %q: each half of a pair key must be an int32, written as Key.String writes it", ErrBadKey, s)
-	}
-	return PairKey(int32(k1), int32(k2)), nil
+	return k, nil
 }
 
-// parseCanonical parses s as a decimal integer of the given bit size, and
-// reports whether s is exactly how strconv.FormatInt writes that integer.
-func parseCanonical(s string, bits int) (int64, bool) {
-	v, err := strconv.ParseInt(s, 10, bits)
-	if err != nil || strconv.FormatInt(v, 10) != s {
-		return 0, false
+// maxQuotedKey is how many bytes of a malformed key, or of a part of it,
+// an error message shows.
+const maxQuotedKey = 64
+
+// quoteShort quotes s for an error message, cut to [maxQuotedKey] bytes.
+func quoteShort(s string) string {
+	if len(s) > maxQuotedKey {
+		return strconv.Quote(s[:maxQuotedKey]) + "..."
 	}
-	return v, true
+	return strconv.Quote(s)
+}
+
+// parseKey reads s as [ParseKey] does, and says why when s is not a key.
+func parseKey(s string) (Key, string) {
+	left, right, isPair := strings.Cut(s, ":")
+	if !isPair {
+		switch {
+		case s == "":
+			return Key{}, "empty"
+		case !numeric(s):
+			return Key{}, "a name needs a namespace, as in 7:" + bareOrQuoted(s)
+		}
+		v, why := parseNumber(s, 64)
+		if why != "" {
+			return Key{}, why
+		}
+		return Int64Key(v), ""
+	}
+	if left == "" {
+		return Key{}, "empty namespace before the colon"
+	}
+	if !numeric(left) {
+		return Key{}, "the namespace " + quoteShort(left) + " is not a number; it must be an int32"
+	}
+	ns, why := parseNumber(left, 32)
+	if why != "" {
+		return Key{}, "namespace " + why
+	}
+	if numeric(right) {
+		v, why := parseNumber(right, 32)
+		if why != "" && !allDigits(strings.TrimLeft(right, "+-")) {
+			why += `; a name that begins with a digit or a sign is quoted, as in 7:"2024-report"`
+		}
+		if why != "" {
+			return Key{}, "after the colon, " + why
+		}
+		return PairKey(int32(ns), int32(v)), ""
+	}
+	name, why := parseName(right)
+	if why != "" {
+		return Key{}, why
+	}
+	return NameKey(int32(ns), name), ""
+}
+
+// numeric reports whether s, after the colon, is read as a number: it
+// begins with a decimal digit or a sign.
+func numeric(s string) bool {
+	return s != "" && (s[0] >= '0' && s[0] <= '9' || s[0] == '-' || s[0] == '+')
+}
+
+// allDigits reports whether s is decimal digits only.
+func allDigits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
+}
+
+// parseNumber parses s as a canonical decimal integer of the given bit
+// size, 32 or 64, and says why when it is not one.
+func parseNumber(s string, bits int) (int64, string) {
+	v, err := strconv.ParseInt(s, 10, bits)
+	switch {
+	case errors.Is(err, strconv.ErrRange):
+		if bits == 32 {
+			return 0, quoteShort(s) + " is out of the range of an int32 (int4)"
+		}
+		return 0, quoteShort(s) + " is out of the range of an int64 (bigint)"
+	case err != nil:
+		return 0, quoteShort(s) + " is not a decimal integer"
+	case strconv.FormatInt(v, 10) != s:
+		return 0, quoteShort(s) + " is not written canonically (no '+', no leading zeros, no -0); write " + strconv.FormatInt(v, 10)
+	}
+	return v, ""
+}
+
+// parseName reads the name after a colon: bare or quoted, as [ParseKey]
+// says.
+func parseName(s string) (string, string) {
+	switch {
+	case s == "":
+		return "", `empty name after the colon; the empty name is written ""`
+	case s[0] == '"':
+		name, err := strconv.Unquote(s)
+		if err != nil {
+			return "", "a name that begins with a double quote must be one Go double-quoted string, as strconv.Quote writes it"
+		}
+		if strings.IndexByte(name, 0) >= 0 {
+			return "", "a name cannot hold a NUL byte, which PostgreSQL text cannot"
+		}
+		return name, ""
+	case strings.IndexByte(s, 0) >= 0:
+		return "", "a name cannot hold a NUL byte, which PostgreSQL text cannot"
+	case needsQuotes(s):
+		return "", "a name that begins with a colon or white space, or ends with white space, is quoted: " + quoteShort(s)
+	}
+	return s, ""
+}
+
+// needsQuotes reports whether name, after a colon, must be quoted to be
+// read as itself.
+func needsQuotes(name string) bool {
+	if name == "" || numeric(name) || name[0] == '"' || name[0] == ':' {
+		return true
+	}
+	first, _ := utf8.DecodeRuneInString(name)
+	last, _ := utf8.DecodeLastRuneInString(name)
+	return unicode.IsSpace(first) || unicode.IsSpace(last)
+}
+
+// bareOrQuoted writes name as it goes after a colon.
+func bareOrQuoted(name string) string {
+	if needsQuotes(name) || len(name) > maxQuotedKey {
+		return quoteShort(name)
+	}
+	return name
 }
 
 // canonical returns keys sorted by [Key.Compare] with duplicates removed,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -46,19 +47,123 @@ func TestKeyString(t *testing.T) {
 	}
 }
 
+func TestParseKey(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		in   string
+		want advisory.Key
+	}{
+		{"Int64", "42", advisory.Int64Key(42)},
+		{"Int64Negative", "-42", advisory.Int64Key(-42)},
+		{"Int64Min", "-9223372036854775808", advisory.Int64Key(math.MinInt64)},
+		{"Pair", "1:1234", advisory.PairKey(1, 1234)},
+		{"PairNegative", "-1:-2", advisory.PairKey(-1, -2)},
+		{"PairExtremes", "-2147483648:2147483647", advisory.PairKey(math.MinInt32, math.MaxInt32)},
+		{"Name", "7:nightly", advisory.NameKey(7, "nightly")},
+		{"NameNegativeNamespace", "-7:nightly", advisory.NameKey(-7, "nightly")},
+		{"NameWithColon", "7:a:b", advisory.NameKey(7, "a:b")},
+		{"NameWithSpace", "7:nightly report", advisory.NameKey(7, "nightly report")},
+		{"NameWithQuoteInside", `7:a"b`, advisory.NameKey(7, `a"b`)},
+		{"NameUnicode", "7:café", advisory.NameKey(7, "café")},
+		{"NameUnderscore", "100:sync_inventory", advisory.NameKey(100, "sync_inventory")},
+		{"QuotedName", `7:"nightly"`, advisory.NameKey(7, "nightly")},
+		{"QuotedDigits", `1:"1234"`, advisory.NameKey(1, "1234")},
+		{"QuotedLeadingDigit", `7:"2024-report"`, advisory.NameKey(7, "2024-report")},
+		{"QuotedSign", `7:"-x"`, advisory.NameKey(7, "-x")},
+		{"QuotedColon", `7:":x"`, advisory.NameKey(7, ":x")},
+		{"QuotedSpaces", `7:" x "`, advisory.NameKey(7, " x ")},
+		{"QuotedEmpty", `7:""`, advisory.NameKey(7, "")},
+		{"QuotedEscapes", `7:"a\tb\u00e9"`, advisory.NameKey(7, "a\tbé")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := advisory.ParseKey(tt.in)
+			if err != nil || got != tt.want {
+				t.Fatalf("ParseKey(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+			}
+			var u advisory.Key
+			if err := u.UnmarshalText([]byte(tt.in)); err != nil || u != tt.want {
+				t.Fatalf("UnmarshalText(%q) = %v, %v; want %v", tt.in, u, err, tt.want)
+			}
+		})
+	}
+	// A quoted digit string is a name, never the pair it spells.
+	if k, _ := advisory.ParseKey(`1:"1234"`); k == advisory.PairKey(1, 1234) {
+		t.Error(`ParseKey("1:\"1234\"") is the pair 1:1234; want the name "1234"`)
+	}
+}
+
 func TestParseKeyRejects(t *testing.T) {
 	t.Parallel()
-	for _, s := range []string{
-		"", " 42", "42 ", "4x", "1:", ":1", "1:2:3", "1::2", "a:b",
-		"9223372036854775808", "2147483648:0", "0:-2147483649", "0x10", "1,2",
-		"+1", "007", "-0", "00", "-01", "1:+2", "01:2", "1:-0", "0:00", "1_000",
-		strings.Repeat("0", 1000) + "1",
-	} {
-		t.Run(fmt.Sprintf("%.20q", s), func(t *testing.T) {
+	tests := []struct {
+		in   string
+		want string // in the message
+	}{
+		{"", "empty"},
+		{" 42", "a name needs a namespace"},
+		{"42 ", "not a decimal integer"},
+		{"4x", "not a decimal integer"},
+		{"0x10", "not a decimal integer"},
+		{"1,2", "not a decimal integer"},
+		{"1_000", "not a decimal integer"},
+		{"nightly", "a name needs a namespace, as in 7:nightly"},
+		{"2024-report", "not a decimal integer"},
+		{"9223372036854775808", "out of the range of an int64"},
+		{"-9223372036854775809", "out of the range of an int64"},
+		{"+1", "not written canonically"},
+		{"007", "write 7"},
+		{"-0", "write 0"},
+		{"00", "not written canonically"},
+		{"-01", "write -1"},
+		{strings.Repeat("0", 1000) + "1", "not written canonically"},
+		{strings.Repeat("9", 1000), "out of the range of an int64"},
+		{strings.Repeat("x", 1000), "a name needs a namespace"},
+		{"1:", "empty name after the colon"},
+		{":1", "empty namespace"},
+		{":x", "empty namespace"},
+		{"a:b", `the namespace "a" is not a number`},
+		{"billing:nightly", `the namespace "billing" is not a number`},
+		{"01:2", `namespace "01" is not written canonically`},
+		{"+1:2", `namespace "+1" is not written canonically`},
+		{"2147483648:0", `namespace "2147483648" is out of the range of an int32`},
+		{"1:2:3", `"2:3" is not a decimal integer; a name that begins with a digit or a sign is quoted`},
+		{"1:1_000", "a name that begins with a digit or a sign is quoted"},
+		{"1:2024-report", `as in 7:"2024-report"`},
+		{"0:-2147483649", "out of the range of an int32"},
+		{"1:+2", "not written canonically"},
+		{"1:-0", "write 0"},
+		{"0:00", "write 0"},
+		{"1::2", `is quoted: ":2"`},
+		{"7: x", `is quoted: " x"`},
+		{"7:x ", `is quoted: "x "`},
+		{"7:x\t", `is quoted: "x\t"`},
+		{`7:"x`, "double-quoted string"},
+		{`7:"x"y`, "double-quoted string"},
+		{`7:'x'`, ""}, // a bare name that happens to hold quotes: accepted, see below
+		{"7:a\x00b", "NUL byte"},
+		{`7:"a\x00b"`, "NUL byte"},
+		{"7:" + strings.Repeat("9", 200), "out of the range"},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%.20q", tt.in), func(t *testing.T) {
 			t.Parallel()
-			k, err := advisory.ParseKey(s)
+			k, err := advisory.ParseKey(tt.in)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("ParseKey(%q): %v; want a name key", tt.in, err)
+				}
+				return
+			}
 			if !errors.Is(err, advisory.ErrBadKey) {
-				t.Fatalf("ParseKey(%q) = %v, %v; want ErrBadKey", s, k, err)
+				t.Fatalf("ParseKey(%q) = %v, %v; want ErrBadKey", tt.in, k, err)
+			}
+			if msg := err.Error(); !strings.HasPrefix(msg, "advisory: malformed key ") || !strings.Contains(msg, tt.want) {
+				t.Errorf("ParseKey(%q): %q; want a message saying %q", tt.in, msg, tt.want)
+			}
+			if len(err.Error()) > 300 {
+				t.Errorf("ParseKey(%.20q): a message of %d bytes; want it short", tt.in, len(err.Error()))
 			}
 		})
 	}
@@ -137,8 +242,14 @@ func TestNameKey(t *testing.T) {
 	}
 }
 
+// FuzzParseKey checks that ParseKey never panics, that its errors match
+// ErrBadKey, that every key it reads reads back from its String, and that
+// a number it reads is written back as it was read.
 func FuzzParseKey(f *testing.F) {
-	for _, s := range []string{"42", "-1", "1:2", "-2147483648:2147483647", "", ":", "1:2:3", "9223372036854775808"} {
+	for _, s := range []string{
+		"42", "-1", "1:2", "-2147483648:2147483647", "", ":", "1:2:3", "9223372036854775808",
+		"7:nightly", `7:"1234"`, `7:""`, "7: x", "1::2", `7:"\x00"`, "a:b", "007",
+	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -152,6 +263,33 @@ func FuzzParseKey(f *testing.F) {
 		back, err := advisory.ParseKey(k.String())
 		if err != nil || back != k {
 			t.Fatalf("round trip of %q: %v -> %q -> %v, %v", s, k, k.String(), back, err)
+		}
+		_, after, pair := strings.Cut(s, ":")
+		if !pair || after != "" && (after[0] == '-' || after[0] >= '0' && after[0] <= '9') {
+			if k.String() != s {
+				t.Fatalf("ParseKey(%q).String() = %q; want a number read back as written", s, k.String())
+			}
+		}
+	})
+}
+
+// FuzzParseKeyName checks that every name without a NUL byte can be
+// written quoted, and reads back as its NameKey.
+func FuzzParseKeyName(f *testing.F) {
+	for _, s := range []string{"nightly", "", "1234", "-1", ":", " x ", `"`, "a:b", "\xff", "é"} {
+		f.Add(int32(7), s)
+	}
+	f.Fuzz(func(t *testing.T, ns int32, name string) {
+		s := fmt.Sprintf("%d:%s", ns, strconv.Quote(name))
+		k, err := advisory.ParseKey(s)
+		if strings.IndexByte(name, 0) >= 0 {
+			if !errors.Is(err, advisory.ErrBadKey) {
+				t.Fatalf("ParseKey(%q) = %v, %v; want ErrBadKey for a NUL byte", s, k, err)
+			}
+			return
+		}
+		if want := advisory.NameKey(ns, name); err != nil || k != want {
+			t.Fatalf("ParseKey(%q) = %v, %v; want %v", s, k, err, want)
 		}
 	})
 }

@@ -50,6 +50,8 @@ func TestParseKeyArg(t *testing.T) {
 		{in: "billing:12", dict: true},
 		{in: `billing:"2024"`, dict: true},
 		{in: "nightly", bare: true},
+		{in: `"2024:x"`, bare: true},
+		{in: `"x`, wantErr: "double-quoted"},
 		{in: "", wantErr: "empty key"},
 		{in: "9223372036854775808", wantErr: `key "9223372036854775808": "9223372036854775808" is out of the range of an int64 (bigint)`},
 		{in: "2147483648:1", wantErr: "out of the range of an int32 (int4)"},

@@ -10,8 +10,9 @@ command starts until after it ends. The lock is a lease: a heartbeat proves
 every interval that the session still holds it.
 
 KEY is a number (42), a pair of numbers (7:12), or NAMESPACE:NAME (7:nightly),
-which takes the same lock as pg_advisory_lock(7, hashtext('nightly')).
-See 'pgadvisory help keys'. A negative KEY goes after "--":
+which takes the same lock as pg_advisory_lock(7, hashtext('nightly')); it is
+read as advisory.ParseKey reads it. See 'pgadvisory help keys'. A negative
+KEY goes after "--":
 pgadvisory exec -- -42 -- command.
 
 The command inherits stdin, stdout and stderr, and its environment gains
@@ -153,14 +154,23 @@ A KEY argument is one of:
 	42                the bigint key 42: pg_advisory_lock(42)
 	7:12              the pair key (7, 12): pg_advisory_lock(7, 12)
 	7:nightly         the pair (7, hashtext('nightly')), advisory.NameKey(7, "nightly")
-	billing:nightly   the same, where the dictionary table pgadvisory.namespaces
-	                  names namespace 7 "billing"
+	7:"2024"          the pair (7, hashtext('2024')): a quoted name
+	billing:nightly   the same as 7:nightly, where the dictionary table
+	                  pgadvisory.namespaces names namespace 7 "billing"
+
+This is the grammar of advisory.ParseKey, which Go programs use to read a
+key from a flag or a configuration file, with one addition: a namespace
+written as a name, which only the command can look up, in the dictionary
+table; a name it does not hold is an error.
 
 The two kinds of key never conflict: 42 and 0:42 are different locks.
-A part after the colon that is a decimal number is a number, never a name.
-The namespace is an int4; written as a name, it is looked up in the
-dictionary table, and a name it does not hold is an error. A name is
-hashed as PostgreSQL's hashtext hashes it, on the client.
+Numbers are decimal, as Key.String writes them: no '+', no leading zeros.
+The namespace is an int4. After the colon, text that begins with a digit or
+a sign is a number; anything else is a name, hashed as PostgreSQL's
+hashtext hashes it, on the client. Quote a name, in double quotes as in Go,
+when it begins with a digit, a sign, a colon, a quote or white space, ends
+with white space, or is empty: 7:"2024-report". In the shell, put the whole
+KEY in single quotes: '7:"2024-report"'.
 
 'pgadvisory key NAME' shows what a name maps to.
 `

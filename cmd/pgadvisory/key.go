@@ -80,7 +80,7 @@ func writeKey(w io.Writer, k *keyArg) {
 			fmt.Sprintf("hashtextextended(%s, 0), a bigint key", quoteLiteral(k.name)),
 			fmt.Sprintf("advisory.Int64Key(advisory.HashTextExtended(%s, 0))", strconv.Quote(k.name)),
 			fmt.Sprintf("hashtextextended(%s, 0)", quoteLiteral(k.name)))
-		fmt.Fprintf(w, "\n  A name alone is two keys, one per hash; a namespace makes it a pair key:\n  pgadvisory key NAMESPACE:%s\n", k.name)
+		fmt.Fprintf(w, "\n  A name alone is two keys, one per hash; a namespace makes it a pair key:\n  pgadvisory key %s\n", withNamespace(k.name))
 	case k.isName:
 		_, h, _ := k.key.Pair()
 		about := fmt.Sprintf("namespace %d, hashtext(%s) = %d", k.ns, quoteLiteral(k.name), h)
@@ -102,6 +102,15 @@ func writeKey(w io.Writer, k *keyArg) {
 			writeForm(w, k.key, about, fmt.Sprintf("advisory.PairKey(%d, %d)", a, b), fmt.Sprintf("%d, %d", a, b))
 		}
 	}
+}
+
+// withNamespace returns the KEY argument that puts name in a namespace,
+// quoted as advisory.ParseKey needs it and, then, for the shell.
+func withNamespace(name string) string {
+	if k, err := advisory.ParseKey("0:" + name); err == nil && k == advisory.NameKey(0, name) {
+		return "NAMESPACE:" + name
+	}
+	return "'NAMESPACE:" + strings.ReplaceAll(strconv.Quote(name), "'", `'\''`) + "'"
 }
 
 // writeForm prints one key: its canonical form, the Go that builds it, the

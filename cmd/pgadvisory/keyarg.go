@@ -10,25 +10,30 @@ import (
 	"github.com/pgadvisory/pgadvisory/advisory"
 )
 
-// A keyArg is a KEY argument read:
+// A keyArg is a KEY argument read. A KEY is what advisory.ParseKey reads,
+// and the command adds two forms to it:
 //
-//	42           the bigint key 42, pg_advisory_lock(42)
-//	7:12         the pair key (7, 12), pg_advisory_lock(7, 12)
-//	7:nightly    the pair (7, hashtext('nightly')), as advisory.NameKey(7, "nightly")
-//	billing:nightly
-//	             the same, with namespace 7 named "billing" in the
-//	             dictionary table
+//	42               the bigint key 42, pg_advisory_lock(42)
+//	7:12             the pair key (7, 12), pg_advisory_lock(7, 12)
+//	7:nightly        the pair (7, hashtext('nightly')), as advisory.NameKey(7, "nightly")
+//	7:"2024"         the pair (7, hashtext('2024')): a quoted name
+//	billing:nightly  the same as 7:nightly, with namespace 7 named "billing"
+//	                 in the dictionary table (added by the command)
+//	nightly          a bare name: not a key for exec; the key command shows
+//	                 the bigint keys it hashes to (added by the command)
+//	"2024"           a bare name, quoted as after a colon
 //
-// A part after the colon that is a decimal integer is a number, never a
-// name. A bare name without a colon is not a key for exec; the key command
-// shows the bigint keys it hashes to.
+// The command needs the database to read the dictionary table, which
+// ParseKey cannot; a namespace written as a name is the only thing it reads
+// beyond ParseKey, and the part after the colon follows ParseKey's rules.
 type keyArg struct {
 	text   string
 	key    advisory.Key
 	isName bool   // NAMESPACE:NAME, the name hashed
 	nsName string // the namespace as written, when it is a name
 	ns     int32  // the namespace's ID, once known
-	name   string // the name hashed, when isName
+	rest   string // what follows the colon, as written
+	name   string // the name hashed, when isName or bare
 	bare   bool   // a bare name, no colon
 }
 
@@ -39,55 +44,81 @@ var errBareName = errors.New("a bare name is not a key")
 // resolve to look up.
 func parseKeyArg(s string) (*keyArg, error) {
 	k := &keyArg{text: s}
-	if s == "" {
-		return nil, errors.New("empty key")
-	}
-	if strings.ContainsRune(s, 0) {
-		return nil, fmt.Errorf("key %q: PostgreSQL text cannot hold a NUL byte", s)
-	}
 	left, right, pair := strings.Cut(s, ":")
-	if !pair {
-		if isInteger(s) {
-			v, err := strconv.ParseInt(s, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("key %s: out of the range of a bigint", s)
+	switch {
+	case s == "":
+		return nil, errors.New("empty key")
+	case s[0] == '"' || !pair && !numeric(s):
+		name := s
+		if s[0] == '"' {
+			var err error
+			if name, err = strconv.Unquote(s); err != nil {
+				return nil, fmt.Errorf("key %q: a name that begins with a double quote must be one Go double-quoted string", s)
 			}
-			k.key = advisory.Int64Key(v)
-			return k, nil
 		}
-		k.bare, k.name = true, s
+		if strings.IndexByte(name, 0) >= 0 {
+			return nil, fmt.Errorf("key %q: PostgreSQL text cannot hold a NUL byte", s)
+		}
+		k.bare, k.name = true, name
 		return k, nil
-	}
-	if left == "" {
-		return nil, fmt.Errorf("key %q: empty namespace before the colon", s)
-	}
-	if right == "" {
-		return nil, fmt.Errorf("key %q: empty name after the colon", s)
-	}
-	if isInteger(left) {
-		v, err := strconv.ParseInt(left, 10, 32)
+	case pair && left != "" && !numeric(left):
+		// A namespace's name: check the rest now, with a stand-in
+		// number, and complete the key once resolve has the number.
+		k.nsName, k.rest = left, right
+		probe := "0:" + right
+		key, err := advisory.ParseKey(probe)
 		if err != nil {
-			return nil, fmt.Errorf("key %s: namespace %s is out of the range of an int4", s, left)
+			return nil, keyError(s, probe, err)
 		}
-		k.ns = int32(v)
-	} else {
-		k.nsName = left
+		k.key = key
+		return k, k.readName()
 	}
-	if isInteger(right) {
-		v, err := strconv.ParseInt(right, 10, 32)
+	key, err := advisory.ParseKey(s)
+	if err != nil {
+		return nil, keyError(s, s, err)
+	}
+	k.key = key
+	if pair {
+		k.ns, _, _ = key.Pair()
+		k.rest = right
+	}
+	return k, k.readName()
+}
+
+// readName records the name after the colon, when there is one, from the
+// rest of the key that advisory.ParseKey read.
+func (k *keyArg) readName() error {
+	if k.rest == "" || numeric(k.rest) {
+		return nil
+	}
+	k.isName, k.name = true, k.rest
+	if k.rest[0] == '"' {
+		name, err := strconv.Unquote(k.rest)
 		if err != nil {
-			return nil, fmt.Errorf("key %s: %s is out of the range of an int4", s, right)
+			return fmt.Errorf("key %q: %v", k.text, err) // ParseKey read it: unreachable
 		}
-		if k.nsName != "" {
-			k.key = advisory.PairKey(0, int32(v)) // first half set by resolve
-		} else {
-			k.key = advisory.PairKey(k.ns, int32(v))
-		}
-		return k, nil
+		k.name = name
 	}
-	k.isName, k.name = true, right
-	k.key = advisory.NameKey(k.ns, right)
-	return k, nil
+	if _, h, _ := k.key.Pair(); h != advisory.HashText(k.name) {
+		return fmt.Errorf("key %q: the name %q does not hash to the key read", k.text, k.name) // unreachable
+	}
+	return nil
+}
+
+// keyError rewords advisory.ParseKey's error for read, which stands for
+// the argument s, as the command's: key "s": why.
+func keyError(s, read string, err error) error {
+	msg := err.Error()
+	if why, ok := strings.CutPrefix(msg, fmt.Sprintf("%v %q: ", advisory.ErrBadKey, read)); ok {
+		return fmt.Errorf("key %q: %s", s, why)
+	}
+	return fmt.Errorf("key %q: %s", s, strings.TrimPrefix(msg, advisory.ErrBadKey.Error()+" "))
+}
+
+// numeric reports whether s begins as a number does in a key: with a
+// decimal digit or a sign. A namespace that does not is a name.
+func numeric(s string) bool {
+	return s != "" && (s[0] >= '0' && s[0] <= '9' || s[0] == '-' || s[0] == '+')
 }
 
 // needsDictionary reports whether the namespace is a name to look up.
@@ -111,25 +142,10 @@ func (k *keyArg) resolve(ctx context.Context, db *database) error {
 		return fmt.Errorf("key %s: no namespace is named %q in the dictionary table %s", k.text, k.nsName, dict.table)
 	}
 	k.ns = ns.ID
-	if k.isName {
-		k.key = advisory.NameKey(ns.ID, k.name)
-	} else {
-		_, n, _ := k.key.Pair()
-		k.key = advisory.PairKey(ns.ID, n)
+	key, err := advisory.ParseKey(fmt.Sprintf("%d:%s", ns.ID, k.rest))
+	if err != nil {
+		return keyError(k.text, fmt.Sprintf("%d:%s", ns.ID, k.rest), err) // parseKeyArg read the rest: unreachable
 	}
+	k.key = key
 	return nil
-}
-
-// isInteger reports whether s is a decimal integer, with an optional sign.
-func isInteger(s string) bool {
-	s = strings.TrimPrefix(strings.TrimPrefix(s, "-"), "+")
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
 }

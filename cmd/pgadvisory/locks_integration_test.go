@@ -147,6 +147,24 @@ func TestLocksAndRelease(t *testing.T) {
 			}
 		})
 
+		t.Run("KeyByNamespaceName", func(t *testing.T) {
+			// The key command reads a namespace's name from the
+			// dictionary table; the rest follows advisory.ParseKey.
+			r := runCLI(t, env, "key", "clitest:nightly", "clitest:12", `clitest:"2024"`)
+			if r.code != 0 {
+				t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
+			}
+			for _, k := range []advisory.Key{named, advisory.PairKey(4343, 12), ns.NameKey("2024")} {
+				if !strings.Contains(r.stdout, "  key     "+k.String()+"  ") {
+					t.Errorf("no key %v in:\n%s", k, r.stdout)
+				}
+			}
+			r = runCLI(t, env, "key", "nosuchnamespace:nightly")
+			if r.code != 1 || !strings.Contains(r.stderr, `no namespace is named "nosuchnamespace"`) {
+				t.Errorf("an unknown namespace: exit %d, want 1\nstderr: %s", r.code, r.stderr)
+			}
+		})
+
 		t.Run("Release", func(t *testing.T) {
 			pid := strconv.Itoa(holderPID)
 			r := runCLI(t, env, "release", "--pid", pid)
