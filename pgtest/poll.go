@@ -21,7 +21,8 @@ const pollInterval = 5 * time.Millisecond
 // Poll calls cond every interval until it reports true or an error, and
 // returns that error. It returns an error of its own if cond has not
 // reported true within [PollTimeout]. Poll does not need a testing.TB, so
-// a goroutine other than the test's may call it.
+// a goroutine other than the test's may call it; on the test's own
+// goroutine, [Await] fails the test itself.
 func Poll(interval time.Duration, cond func() (bool, error)) error {
 	deadline := time.Now().Add(PollTimeout)
 	for {
@@ -35,6 +36,36 @@ func Poll(interval time.Duration, cond func() (bool, error)) error {
 		time.Sleep(interval)
 	}
 }
+
+// Await calls cond until it reports true and returns then; it fails tb,
+// naming what it waited for, if cond returns an error or has not reported
+// true within [PollTimeout]. It asks again after 1 ms, then ever less
+// often, up to every 16 ms. A test waits for a state with Await, never
+// with a sleep or a loop of its own: it waits only as long as the state
+// takes to come, on a loaded machine too, and says what never came. what
+// completes "waiting for", as in "the session to end". Call Await from the
+// test's goroutine, as tb.Fatal requires; another goroutine uses [Poll].
+func Await(tb testing.TB, what string, cond func() (bool, error)) {
+	tb.Helper()
+	start := time.Now()
+	interval := time.Millisecond
+	for {
+		ok, err := cond()
+		switch {
+		case err != nil:
+			tb.Fatalf("pgtest: waiting for %s: %v", what, err)
+		case ok:
+			return
+		case time.Since(start) > PollTimeout:
+			tb.Fatalf("pgtest: waiting for %s: still not so after %v", what, PollTimeout)
+		}
+		time.Sleep(interval)
+		interval = min(2*interval, maxAwaitInterval)
+	}
+}
+
+// maxAwaitInterval is how often [Await] asks at most.
+const maxAwaitInterval = 16 * time.Millisecond
 
 // A Key is an advisory lock key as package advisory's Key gives it: a pair
 // of int32s or a bigint. pgtest does not import advisory, so that
