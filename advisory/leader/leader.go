@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/scope"
 )
 
 // LeadFunc is the work a leader does while it leads. ctx ends when the
@@ -27,6 +26,10 @@ type options struct {
 	fencing    bool
 	err        error
 }
+
+// defaultHeartbeat is the interval of a lease's heartbeat when Heartbeat
+// is not given: advisory's default.
+const defaultHeartbeat = 5 * time.Second
 
 // Heartbeat sets the interval of the lease's heartbeat: a lost lead is
 // noticed within 2d. The default is 5 seconds; d must be at least a
@@ -58,7 +61,7 @@ func Backoff(min, max time.Duration) Option {
 func Fencing() Option { return func(o *options) { o.fencing = true } }
 
 func parse(opts []Option) (options, error) {
-	o := options{heartbeat: scope.DefaultHeartbeat, minBackoff: 100 * time.Millisecond, maxBackoff: 10 * time.Second}
+	o := options{heartbeat: defaultHeartbeat, minBackoff: 100 * time.Millisecond, maxBackoff: 10 * time.Second}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
@@ -104,7 +107,7 @@ func Run(ctx context.Context, db *sql.DB, key advisory.Key, fn LeadFunc, opts ..
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if errors.Is(err, scope.ErrPooler) || errors.Is(err, scope.ErrStandby) {
+			if errors.Is(err, advisory.ErrSharedSession) || errors.Is(err, advisory.ErrStandby) {
 				return err
 			}
 			if err := sleep(ctx, backoff(&o, failures)); err != nil {
