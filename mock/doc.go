@@ -120,6 +120,21 @@
 //
 //	db, m := mock.New(t, mock.QueryMatcher(sqlmock.QueryMatcherEqual))
 //
+// # Misuse
+//
+// A helper asked for something advisory never sends does not panic. Such
+// requests are an outcome that is not one of the constants, options that
+// advisory rejects, a refused lock without advisory.Try, no keys, or a
+// scope's method for a statement its call does not send. The helper fails
+// the test of a mock made by [New] through its testing.TB, with an error
+// that names the helper and the test's line. On any mock it also lays
+// down an expectation that nothing matches, an SQL comment that names the
+// misuse, so that the code under test fails at its next statement and
+// ExpectationsWereMet reports it, for a mock made by [NewDB] or
+// sqlmock.New too. The helper lays down nothing else, and returns
+// expectations laid down on no mock, so that chaining on them still
+// works.
+//
 // # What a mock proves
 //
 // A mock proves that code sends the statements it should, in the order it

@@ -39,7 +39,7 @@ const (
 	// LeaseNotAcquired: with [advisory.Try], the lock statement answers
 	// that the key is held elsewhere; nothing more is sent, and Acquire
 	// returns an error matching [advisory.ErrNotAcquired]. ExpectAcquire
-	// panics when opts lack Try.
+	// reports a misuse when opts lack Try.
 	LeaseNotAcquired
 
 	// LeaseFailed: the lock statement fails, as for [XactFailed]; nothing
@@ -85,7 +85,7 @@ type LeaseScope struct {
 	// [advisory.Fencing], 0 (the start answers NULL) without it.
 	Token int64
 
-	m       sqlmock.Sqlmock
+	m       sqlmock.Sqlmock // nil when the helper reported a misuse
 	outcome LeaseOutcome
 	fencing bool
 	holds   string // the heartbeat statement
@@ -105,7 +105,7 @@ type LeaseScope struct {
 // [LeaseScope.ExpectRelease].
 //
 // Like the other scoped helpers, it takes the statements from advisory
-// itself, and panics when advisory rejects opts, when outcome is
+// itself, and reports a misuse when advisory rejects opts, when outcome is
 // LeaseNotAcquired and opts lack advisory.Try, and when outcome is not one
 // of the constants. It lays down nothing for the fencing sequence, which
 // Acquire creates on a database that lacks it.
@@ -114,9 +114,13 @@ func ExpectAcquire(m sqlmock.Sqlmock, key advisory.Key, outcome LeaseOutcome, op
 	switch outcome {
 	case LeaseGranted, LeaseNotAcquired, LeaseFailed, LeaseStandby, LeasePooler:
 	default:
-		panic(fmt.Sprintf(helper+"%v is not an outcome: want LeaseGranted, LeaseNotAcquired, LeaseFailed, LeaseStandby or LeasePooler", outcome))
+		misuse(m, helper+"%v is not an outcome: want LeaseGranted, LeaseNotAcquired, LeaseFailed, LeaseStandby or LeasePooler", outcome)
+		return detachedLease()
 	}
-	o := parse(helper, opts, outcome == LeaseNotAcquired)
+	o, ok := parse(m, helper, opts, outcome == LeaseNotAcquired)
+	if !ok {
+		return detachedLease()
+	}
 	k := sqltext.KeyOf(key)
 	_, lock := o.LockStatement(sqltext.Inline, false, k)
 	s := &LeaseScope{
@@ -143,13 +147,14 @@ func ExpectAcquire(m sqlmock.Sqlmock, key advisory.Key, outcome LeaseOutcome, op
 // outcome says ([LeaseGranted], [LeaseStandby] or [LeasePooler]; Watch
 // sends no lock statement, so Lock is nil). Lay down the lock the code
 // takes before it, with the helper for that lock, such as [ExpectLock].
-// It panics on options advisory rejects and on any other outcome.
+// It reports a misuse on any other outcome.
 func ExpectWatch(m sqlmock.Sqlmock, key advisory.Key, outcome LeaseOutcome, cfg advisory.WatchConfig) *LeaseScope {
 	const helper = "mock: ExpectWatch: "
 	switch outcome {
 	case LeaseGranted, LeaseStandby, LeasePooler:
 	default:
-		panic(fmt.Sprintf(helper+"%v is not an outcome of Watch: want LeaseGranted, LeaseStandby or LeasePooler", outcome))
+		misuse(m, helper+"%v is not an outcome of Watch: want LeaseGranted, LeaseStandby or LeasePooler", outcome)
+		return detachedLease()
 	}
 	o := scope.Options{Shared: cfg.Shared, Fencing: cfg.Fencing}
 	k := sqltext.KeyOf(key)
@@ -169,15 +174,19 @@ func ExpectWatch(m sqlmock.Sqlmock, key advisory.Key, outcome LeaseOutcome, cfg 
 }
 
 // WithToken makes the start answer token as the fencing token, so that
-// [advisory.Lease.Token] returns it, and returns s. It panics when opts
-// lack [advisory.Fencing], where the start answers NULL, and when s laid
-// down no start.
+// [advisory.Lease.Token] returns it, and returns s. It reports a misuse
+// when opts lack [advisory.Fencing], where the start answers NULL, and
+// when s laid down no start.
 func (s *LeaseScope) WithToken(token int64) *LeaseScope {
 	switch {
+	case s.m == nil:
+		return s
 	case !s.fencing:
-		panic("mock: LeaseScope.WithToken: a token needs advisory.Fencing(); without it the lease's start answers NULL")
+		misuse(s.m, "mock: LeaseScope.WithToken: a token needs advisory.Fencing(); without it the lease's start answers NULL")
+		return s
 	case s.Start == nil:
-		panic(fmt.Sprintf("mock: LeaseScope.WithToken: %v sends no lease start", s.outcome))
+		misuse(s.m, "mock: LeaseScope.WithToken: %v sends no lease start", s.outcome)
+		return s
 	}
 	s.Token = token
 	s.answer()
@@ -205,6 +214,9 @@ func (s *LeaseScope) answer() {
 // lease gives itself up; give the call under test an interval that a
 // loaded machine answers within, such as 100 milliseconds.
 func (s *LeaseScope) ExpectHeartbeat(held bool) *sqlmock.ExpectedExec {
+	if s.m == nil {
+		return detachedExec()
+	}
 	return expect(s.m, s.holds, count(held))
 }
 
@@ -214,7 +226,16 @@ func (s *LeaseScope) ExpectHeartbeat(held bool) *sqlmock.ExpectedExec {
 // WillReturnResult(sqlmock.NewResult(0, 0)) to have it report the lock
 // lost ([advisory.ErrLockLost]).
 func (s *LeaseScope) ExpectRelease() *sqlmock.ExpectedExec {
+	if s.m == nil {
+		return detachedExec()
+	}
 	return expect(s.m, s.end, 1)
+}
+
+// detachedLease returns a scope of expectations laid down on no mock, for
+// a helper that reported a misuse; its methods lay down nothing.
+func detachedLease() *LeaseScope {
+	return &LeaseScope{Lock: detachedExec(), Start: detachedQuery()}
 }
 
 // leaseStart lays down the start of the lease that a session scope runs

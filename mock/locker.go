@@ -1,8 +1,6 @@
 package mock
 
 import (
-	"fmt"
-
 	"github.com/DATA-DOG/go-sqlmock"
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
@@ -47,17 +45,22 @@ type LockerTry struct {
 // [LeaseFailed], chain WillReturnError on the statement: with
 // ServerError("53200") Acquire reports [advisory.ErrLockTableFull] and the
 // connection goes on; any other error closes the connection, and the
-// Locker tries the key on a new one. It panics on [LeaseStandby], which a
-// Locker learns at the connection's start, on options advisory rejects,
-// and on any other outcome.
+// Locker tries the key on a new one. It reports a misuse (see the package
+// documentation) on [LeaseStandby], which a Locker learns at the
+// connection's start, on options advisory rejects, and on any other
+// outcome.
 func (c *LockerConn) ExpectAcquire(key advisory.Key, outcome LeaseOutcome, opts ...advisory.LockerOption) *LockerTry {
 	const helper = "mock: LockerConn.ExpectAcquire: "
 	switch outcome {
 	case LeaseGranted, LeaseNotAcquired, LeaseFailed, LeasePooler:
 	default:
-		panic(fmt.Sprintf(helper+"%v is not an outcome of a Locker's try: want LeaseGranted, LeaseNotAcquired, LeaseFailed or LeasePooler", outcome))
+		misuse(c.m, helper+"%v is not an outcome of a Locker's try: want LeaseGranted, LeaseNotAcquired, LeaseFailed or LeasePooler", outcome)
+		return &LockerTry{Exec: detachedExec(), Query: detachedQuery()}
 	}
-	o := parse(helper, opts, outcome == LeaseNotAcquired)
+	o, ok := parse(c.m, helper, opts, outcome == LeaseNotAcquired)
+	if !ok {
+		return &LockerTry{Exec: detachedExec(), Query: detachedQuery()}
+	}
 	k := sqltext.KeyOf(key)
 	if o.Fencing {
 		q := c.m.ExpectQuery(pattern(c.m, sqltext.CarrierTryFenced(sqltext.Inline, LeasePID, LeaseMark, o.Shared, k).Query)).WithoutArgs()
@@ -78,7 +81,10 @@ func (c *LockerConn) ExpectAcquire(key advisory.Key, outcome LeaseOutcome, opts 
 // ExpectRelease expects [advisory.Lease.Release] of a lease on key taken
 // with opts on this connection, answering that the key was held.
 func (c *LockerConn) ExpectRelease(key advisory.Key, opts ...advisory.LockerOption) *sqlmock.ExpectedExec {
-	o := parse("mock: LockerConn.ExpectRelease: ", opts, false)
+	o, ok := parse(c.m, "mock: LockerConn.ExpectRelease: ", opts, false)
+	if !ok {
+		return detachedExec()
+	}
 	return expect(c.m, sqltext.CarrierUnlock(LeasePID, LeaseMark, o.Shared, sqltext.KeyOf(key)), 1)
 }
 

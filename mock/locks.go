@@ -42,10 +42,15 @@ func ExpectTryLockShared(m sqlmock.Sqlmock, key advisory.Key, acquired bool) *sq
 
 // ExpectLockKeys expects [advisory.LockKeys] on keys, in any order and with
 // any duplicates, as the call passes them, and grants them all in the
-// first slice of its wait. It panics when keys is empty: LockKeys then
-// fails without sending anything.
+// first slice of its wait. It reports a misuse (see the package
+// documentation) when keys is empty: LockKeys then fails without sending
+// anything.
 func ExpectLockKeys(m sqlmock.Sqlmock, keys ...advisory.Key) *sqlmock.ExpectedExec {
-	return expect(m, firstWait(false, args("ExpectLockKeys", keys)), 1)
+	a, ok := args(m, "ExpectLockKeys", keys)
+	if !ok {
+		return detachedExec()
+	}
+	return expect(m, firstWait(false, a), 1)
 }
 
 // ExpectUnlock expects [advisory.Unlock] on key, answering whether the
@@ -64,9 +69,13 @@ func ExpectUnlockShared(m sqlmock.Sqlmock, key advisory.Key, held bool) *sqlmock
 // ExpectUnlockKeys expects [advisory.UnlockKeys] on keys, in any order and
 // with any duplicates, and answers that every one was held. To make some
 // missing, chain WillReturnResult(sqlmock.NewResult(0, n)) with n smaller
-// than the number of distinct keys. It panics when keys is empty.
+// than the number of distinct keys. It reports a misuse when keys is
+// empty.
 func ExpectUnlockKeys(m sqlmock.Sqlmock, keys ...advisory.Key) *sqlmock.ExpectedExec {
-	a := args("ExpectUnlockKeys", keys)
+	a, ok := args(m, "ExpectUnlockKeys", keys)
+	if !ok {
+		return detachedExec()
+	}
 	return expect(m, sqltext.Unlock(false, a...), int64(len(a)))
 }
 
@@ -101,9 +110,14 @@ func ExpectTryXactLockShared(m sqlmock.Sqlmock, key advisory.Key, acquired bool)
 
 // ExpectXactLockKeys expects [advisory.XactLockKeys] on keys, in any order
 // and with any duplicates, and grants them all in the first slice of its
-// wait, which runs under a savepoint. It panics when keys is empty.
+// wait, which runs under a savepoint. It reports a misuse when keys is
+// empty.
 func ExpectXactLockKeys(m sqlmock.Sqlmock, keys ...advisory.Key) *sqlmock.ExpectedExec {
-	return expect(m, firstWait(true, args("ExpectXactLockKeys", keys)), 1)
+	a, ok := args(m, "ExpectXactLockKeys", keys)
+	if !ok {
+		return detachedExec()
+	}
+	return expect(m, firstWait(true, a), 1)
 }
 
 // firstWait returns the first statement of an exclusive wait for keys
@@ -141,10 +155,12 @@ func count(yes bool) int64 {
 func arg(key advisory.Key) sqltext.Key { return sqltext.KeyOf(key) }
 
 // args renders keys as advisory does for a multi-key statement: sorted by
-// [advisory.Key.Compare], duplicates removed.
-func args(helper string, keys []advisory.Key) []sqltext.Key {
+// [advisory.Key.Compare], duplicates removed; it reports a misuse on m
+// and returns false when keys is empty.
+func args(m sqlmock.Sqlmock, helper string, keys []advisory.Key) ([]sqltext.Key, bool) {
 	if len(keys) == 0 {
-		panic("mock: " + helper + " needs at least one key; advisory sends nothing without one")
+		misuse(m, "mock: %s needs at least one key; advisory sends nothing without one", helper)
+		return nil, false
 	}
 	keys = slices.Clone(keys)
 	slices.SortFunc(keys, advisory.Key.Compare)
@@ -153,5 +169,5 @@ func args(helper string, keys []advisory.Key) []sqltext.Key {
 	for i, k := range keys {
 		out[i] = arg(k)
 	}
-	return out
+	return out, true
 }

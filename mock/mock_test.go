@@ -128,54 +128,94 @@ func TestNewChecksExpectationsAtCleanup(t *testing.T) {
 	}
 }
 
-// TestHelperPanics checks that a helper asked for something advisory
-// cannot do says so at once, naming the package.
-func TestHelperPanics(t *testing.T) {
+// TestHelperMisuse checks that a helper asked for something advisory
+// cannot do fails the test of a mock from New at once, naming the package
+// and the test's line, instead of panicking; that on any mock it lays down
+// an expectation that ExpectationsWereMet reports, and nothing before it;
+// and that chaining on what it returns still works.
+func TestHelperMisuse(t *testing.T) {
 	t.Parallel()
 	key := advisory.Int64Key(1)
+	boom := errors.New("boom")
 	for _, tc := range []struct {
 		name string
 		call func(m sqlmock.Sqlmock)
 		want string
 	}{
-		{"BadWait", func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, key, mock.Commit, advisory.Wait(-time.Second)) }, "bad option"},
-		{"XactNoOutcome", func(m sqlmock.Sqlmock) { mock.ExpectWithXactLock(m, key, 0) }, "not an outcome"},
-		{"SessionNoOutcome", func(m sqlmock.Sqlmock) { mock.ExpectWithSessionLock(m, key, 0) }, "not an outcome"},
+		{"BadWait", func(m sqlmock.Sqlmock) {
+			mock.ExpectWithXactLock(m, key, mock.Commit, advisory.Wait(-time.Second)).Commit.WillReturnError(boom)
+		}, "bad option"},
+		{"XactNoOutcome", func(m sqlmock.Sqlmock) {
+			s := mock.ExpectWithXactLock(m, key, 0)
+			s.Begin.WillReturnError(boom)
+			s.Lock.WillReturnError(boom)
+			s.Rollback.WillReturnError(boom)
+		}, "not an outcome"},
+		{"SessionNoOutcome", func(m sqlmock.Sqlmock) {
+			s := mock.ExpectWithSessionLock(m, key, 0)
+			s.Lock.WillReturnError(boom)
+			s.ExpectRelease().WillReturnError(boom)
+			s.ExpectHeartbeat(true)
+		}, "not an outcome"},
 		{"XactNotAcquiredWithoutTry", func(m sqlmock.Sqlmock) {
 			mock.ExpectWithXactLock(m, key, mock.XactNotAcquired, advisory.Wait(time.Second))
 		}, "advisory.Try()"},
 		{"SessionNotAcquiredWithoutTry", func(m sqlmock.Sqlmock) { mock.ExpectWithSessionLock(m, key, mock.SessionNotAcquired) }, "advisory.Try()"},
-		{"LeaseNoOutcome", func(m sqlmock.Sqlmock) { mock.ExpectAcquire(m, key, 0) }, "not an outcome"},
+		{"LeaseNoOutcome", func(m sqlmock.Sqlmock) {
+			s := mock.ExpectAcquire(m, key, 0).WithToken(3)
+			s.Start.WillReturnError(boom)
+			s.ExpectHeartbeat(true)
+			s.ExpectRelease()
+		}, "not an outcome"},
 		{"LeaseNotAcquiredWithoutTry", func(m sqlmock.Sqlmock) { mock.ExpectAcquire(m, key, mock.LeaseNotAcquired) }, "advisory.Try()"},
 		{"LeaseBadHeartbeat", func(m sqlmock.Sqlmock) {
 			mock.ExpectAcquire(m, key, mock.LeaseGranted, advisory.Heartbeat(time.Microsecond))
 		}, "bad option"},
-		{"LockKeysNone", func(m sqlmock.Sqlmock) { mock.ExpectLockKeys(m) }, "at least one key"},
+		{"WatchNoOutcome", func(m sqlmock.Sqlmock) { mock.ExpectWatch(m, key, mock.LeaseFailed, advisory.WatchConfig{}) }, "not an outcome of Watch"},
+		{"LockerStandby", func(m sqlmock.Sqlmock) {
+			try := mock.ExpectLockerConn(m).ExpectAcquire(key, mock.LeaseStandby)
+			try.Exec.WillReturnError(boom)
+			try.Query.WillReturnError(boom)
+		}, "not an outcome of a Locker's try"},
+		{"LockKeysNone", func(m sqlmock.Sqlmock) { mock.ExpectLockKeys(m).WillReturnError(boom) }, "at least one key"},
 		{"UnlockKeysNone", func(m sqlmock.Sqlmock) { mock.ExpectUnlockKeys(m) }, "at least one key"},
 		{"XactLockKeysNone", func(m sqlmock.Sqlmock) { mock.ExpectXactLockKeys(m) }, "at least one key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, m := plain(t, false)
-			defer func() {
-				r := recover()
-				msg, _ := r.(string)
-				if !strings.HasPrefix(msg, "mock: ") || !strings.Contains(msg, tc.want) {
-					t.Errorf("panic %v, want a message starting %q and containing %q", r, "mock: ", tc.want)
+			t.Run("New", func(t *testing.T) {
+				t.Parallel()
+				rec := &recordingTB{TB: t}
+				_, m := mock.New(rec)
+				tc.call(m)
+				if len(rec.errors) != 1 || !strings.HasPrefix(rec.errors[0], "mock: ") ||
+					!strings.Contains(rec.errors[0], tc.want) || !strings.Contains(rec.errors[0], "(called at mock_test.go:") {
+					t.Errorf("the helper reported %q; want one error starting %q, containing %q and the test's line", rec.errors, "mock: ", tc.want)
 				}
-				// Nothing was laid down.
-				if err := m.ExpectationsWereMet(); err != nil {
-					t.Error(err)
+				rec.cleanup()
+				if len(rec.errors) != 2 {
+					t.Errorf("cleanup reported %q; want the unmet misuse", rec.errors[1:])
 				}
-			}()
-			tc.call(m)
+			})
+			t.Run("Sqlmock", func(t *testing.T) {
+				t.Parallel()
+				_, m := plain(t, false)
+				tc.call(m)
+				// The Locker's connection start comes before the
+				// misuse, and is reported first.
+				err := m.ExpectationsWereMet()
+				if err == nil || tc.name != "LockerStandby" && !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("ExpectationsWereMet = %v; want the misuse, containing %q, first", err, tc.want)
+				}
+			})
 		})
 	}
 }
 
-// TestScopeMethodPanics checks that a scope's method asked for a
-// statement the call it expects never sends says so, naming the package.
-func TestScopeMethodPanics(t *testing.T) {
+// TestScopeMethodMisuse checks that a scope's method asked for a
+// statement the call it expects never sends fails the test, naming the
+// package, instead of panicking.
+func TestScopeMethodMisuse(t *testing.T) {
 	t.Parallel()
 	key := advisory.Int64Key(1)
 	for _, tc := range []struct {
@@ -188,21 +228,32 @@ func TestScopeMethodPanics(t *testing.T) {
 			mock.ExpectAcquire(m, key, mock.LeaseFailed, advisory.Fencing()).WithToken(3)
 		}, "LeaseFailed sends no lease start"},
 		{"HeartbeatWithoutHeartbeat", func(m sqlmock.Sqlmock) {
-			mock.ExpectWithSessionLock(m, key, mock.SessionGranted).ExpectHeartbeat(true)
+			mock.ExpectWithSessionLock(m, key, mock.SessionGranted).ExpectHeartbeat(true).WillReturnError(errors.New("boom"))
 		}, "advisory.Heartbeat()"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, m := plain(t, false)
-			defer func() {
-				r := recover()
-				msg, _ := r.(string)
-				if !strings.HasPrefix(msg, "mock: ") || !strings.Contains(msg, tc.want) {
-					t.Errorf("panic %v, want a message starting %q and containing %q", r, "mock: ", tc.want)
-				}
-			}()
+			rec := &recordingTB{TB: t}
+			_, m := mock.New(rec)
 			tc.call(m)
+			if len(rec.errors) != 1 || !strings.HasPrefix(rec.errors[0], "mock: ") || !strings.Contains(rec.errors[0], tc.want) {
+				t.Errorf("the method reported %q; want one error starting %q and containing %q", rec.errors, "mock: ", tc.want)
+			}
+			rec.cleanup()
 		})
+	}
+}
+
+// TestMisuseFailsTheCodeUnderTest checks that after a misuse the code
+// under test fails at its first statement with an error that names it, on
+// a mock that has no test to report it to.
+func TestMisuseFailsTheCodeUnderTest(t *testing.T) {
+	t.Parallel()
+	db, m := plain(t, false)
+	mock.ExpectLockKeys(m)
+	err := advisory.UnlockAll(context.Background(), conn(t, db))
+	if err == nil || !strings.Contains(err.Error(), "ExpectLockKeys needs at least one key") {
+		t.Errorf("UnlockAll after a misuse = %v; want an error naming it", err)
 	}
 }
 

@@ -40,7 +40,10 @@ func MonitorPings(on bool) Option { return func(c *config) { c.pings = on } }
 
 // New returns a sqlmock database and its mock for one test. When the test
 // ends, a cleanup reports every expectation that was not met as a test
-// error, then closes the database.
+// error, then closes the database. A helper of this package asked for
+// something advisory never sends, such as an outcome that is not one of
+// the constants or options advisory rejects, reports it as an error of t
+// (see the package documentation's Misuse section).
 //
 // The mock knows its query matcher (see [QueryMatcher]), so the helpers of
 // this package write expectations it accepts. sqlmock's options are of an
@@ -51,6 +54,7 @@ func New(t testing.TB, opts ...Option) (*sql.DB, sqlmock.Sqlmock) {
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
+	m.(*matched).tb = t
 	t.Cleanup(func() {
 		if err := m.ExpectationsWereMet(); err != nil {
 			t.Errorf("mock: %v", err)
@@ -92,10 +96,12 @@ func NewDB(opts ...Option) (*sql.DB, sqlmock.Sqlmock, error) {
 	return db, &matched{Sqlmock: m, qm: c.matcher}, nil
 }
 
-// matched is a mock marked with its query matcher.
+// matched is a mock marked with its query matcher, and, when [New] made
+// it, with the test that a misused helper fails.
 type matched struct {
 	sqlmock.Sqlmock
 	qm sqlmock.QueryMatcher
+	tb testing.TB // nil from NewDB
 }
 
 var _ sqlmock.Sqlmock = (*matched)(nil)

@@ -27,7 +27,7 @@ const (
 	// that the key is held elsewhere; fn is not called, the transaction
 	// rolls back, and the call returns an error matching
 	// [advisory.ErrNotAcquired]. A lock that waits is never refused, so
-	// the helper panics when opts lack Try.
+	// the helper reports a misuse when opts lack Try.
 	XactNotAcquired
 
 	// XactFailed: the lock statement fails with an error, by default
@@ -74,7 +74,8 @@ const (
 	// SessionNotAcquired: with [advisory.Try], the lock statement answers
 	// that the key is held elsewhere; fn is not called, nothing more is
 	// sent, and the call returns an error matching
-	// [advisory.ErrNotAcquired]. The helpers panic when opts lack Try.
+	// [advisory.ErrNotAcquired]. The helpers report a misuse when opts
+	// lack Try.
 	SessionNotAcquired
 
 	// SessionFailed: the lock statement fails, as for [XactFailed]; fn is
@@ -126,22 +127,22 @@ type XactScope struct {
 // [XactGranted], lay them down, then call m.ExpectCommit() or
 // m.ExpectRollback().
 //
-// The lock statement is the one advisory itself builds for opts. It panics
-// when advisory rejects opts, for example advisory.Wait(0), since the
-// call then sends nothing at all; when outcome is XactNotAcquired and opts
-// lack advisory.Try; and when outcome is not one of the constants.
+// The lock statement is the one advisory itself builds for opts. It
+// reports a misuse (see the package documentation) when advisory rejects
+// opts, for example advisory.Wait(0), since the call then sends nothing
+// at all; when outcome is XactNotAcquired and opts lack advisory.Try; and
+// when outcome is not one of the constants.
 func ExpectWithXactLock(m sqlmock.Sqlmock, key advisory.Key, outcome XactOutcome, opts ...advisory.XactOption) *XactScope {
 	const helper = "mock: ExpectWithXactLock: "
-	var lock string
 	switch outcome {
-	case Commit, Rollback, XactGranted:
-		lock = lockSQL(helper, opts, true, key, false)
-	case XactNotAcquired:
-		lock = lockSQL(helper, opts, true, key, true)
-	case XactFailed:
-		lock = lockSQL(helper, opts, true, key, false)
+	case Commit, Rollback, XactNotAcquired, XactFailed, XactGranted:
 	default:
-		panic(fmt.Sprintf(helper+"%v is not an outcome: want Commit, Rollback, XactNotAcquired, XactFailed or XactGranted", outcome))
+		misuse(m, helper+"%v is not an outcome: want Commit, Rollback, XactNotAcquired, XactFailed or XactGranted", outcome)
+		return detachedXact()
+	}
+	lock, ok := lockSQL(m, helper, opts, true, key, outcome == XactNotAcquired)
+	if !ok {
+		return detachedXact()
 	}
 	s := &XactScope{Begin: m.ExpectBegin()}
 	s.Lock = expectLock(m, lock, outcome == XactNotAcquired, outcome == XactFailed)
@@ -152,6 +153,13 @@ func ExpectWithXactLock(m sqlmock.Sqlmock, key advisory.Key, outcome XactOutcome
 		s.Rollback = m.ExpectRollback()
 	}
 	return s
+}
+
+// detachedXact returns a scope of expectations laid down on no mock, for
+// a helper that reported a misuse.
+func detachedXact() *XactScope {
+	return &XactScope{Begin: &sqlmock.ExpectedBegin{}, Lock: detachedExec(),
+		Commit: &sqlmock.ExpectedCommit{}, Rollback: &sqlmock.ExpectedRollback{}}
 }
 
 // SessionScope holds the expectations [ExpectWithSessionLock] or
@@ -167,7 +175,7 @@ type SessionScope struct {
 	Start  *sqlmock.ExpectedQuery // the lease's start, or nil
 	Unlock *sqlmock.ExpectedExec  // the statement that ends the scope, or nil
 
-	m     sqlmock.Sqlmock
+	m     sqlmock.Sqlmock // nil when the helper reported a misuse
 	end   string
 	holds string // the heartbeat statement, under advisory.Heartbeat
 }
@@ -175,10 +183,15 @@ type SessionScope struct {
 // ExpectHeartbeat lays down one heartbeat of a scope that runs under
 // [advisory.Heartbeat], as [LeaseScope.ExpectHeartbeat] does; a heartbeat
 // that answers false ends fn's context, and the scope returns an error
-// matching [advisory.ErrLockLost]. It panics when opts lack Heartbeat.
+// matching [advisory.ErrLockLost]. It reports a misuse when opts lack
+// Heartbeat.
 func (s *SessionScope) ExpectHeartbeat(held bool) *sqlmock.ExpectedExec {
-	if s.holds == "" {
-		panic("mock: SessionScope.ExpectHeartbeat: only a scope under advisory.Heartbeat() sends heartbeats")
+	switch {
+	case s.m == nil:
+		return detachedExec()
+	case s.holds == "":
+		misuse(s.m, "mock: SessionScope.ExpectHeartbeat: only a scope under advisory.Heartbeat() sends heartbeats")
+		return detachedExec()
 	}
 	return expect(s.m, s.holds, count(held))
 }
@@ -191,6 +204,9 @@ func (s *SessionScope) ExpectHeartbeat(held bool) *sqlmock.ExpectedExec {
 // ([advisory.ErrLockLost]), or sqlmock.NewResult(0, 3) to report a
 // transaction left open on the connection.
 func (s *SessionScope) ExpectRelease() *sqlmock.ExpectedExec {
+	if s.m == nil {
+		return s.Unlock
+	}
 	s.Unlock = expect(s.m, s.end, 1)
 	return s.Unlock
 }
@@ -211,7 +227,7 @@ func (s *SessionScope) ExpectRelease() *sqlmock.ExpectedExec {
 // a heartbeat.
 //
 // Like [ExpectWithXactLock], it takes the statements from advisory itself,
-// and panics when advisory rejects opts, when outcome is
+// and reports a misuse when advisory rejects opts, when outcome is
 // SessionNotAcquired and opts lack advisory.Try, and when outcome is not
 // one of the constants.
 func ExpectWithSessionLock(m sqlmock.Sqlmock, key advisory.Key, outcome SessionOutcome, opts ...advisory.SessionOption) *SessionScope {
@@ -229,9 +245,13 @@ func expectSession(helper string, m sqlmock.Sqlmock, key advisory.Key, outcome S
 	switch outcome {
 	case Release, SessionNotAcquired, SessionFailed, SessionGranted:
 	default:
-		panic(fmt.Sprintf(helper+"%v is not an outcome: want Release, SessionNotAcquired, SessionFailed or SessionGranted", outcome))
+		misuse(m, helper+"%v is not an outcome: want Release, SessionNotAcquired, SessionFailed or SessionGranted", outcome)
+		return detachedSession()
 	}
-	o := parse(helper, opts, outcome == SessionNotAcquired)
+	o, ok := parse(m, helper, opts, outcome == SessionNotAcquired)
+	if !ok {
+		return detachedSession()
+	}
 	_, lock := o.LockStatement(sqltext.Inline, false, sqltext.KeyOf(key))
 	var mark int64
 	if o.Watched {
@@ -251,6 +271,12 @@ func expectSession(helper string, m sqlmock.Sqlmock, key advisory.Key, outcome S
 	return s
 }
 
+// detachedSession returns a scope of expectations laid down on no mock,
+// for a helper that reported a misuse; its methods lay down nothing.
+func detachedSession() *SessionScope {
+	return &SessionScope{Lock: detachedExec(), Start: detachedQuery(), Unlock: detachedExec()}
+}
+
 // expectLock lays down the lock statement stmt, refused or failing as
 // asked, and granted otherwise.
 func expectLock(m sqlmock.Sqlmock, stmt string, refused, failed bool) *sqlmock.ExpectedExec {
@@ -264,23 +290,30 @@ func expectLock(m sqlmock.Sqlmock, stmt string, refused, failed bool) *sqlmock.E
 }
 
 // lockSQL returns the statement advisory sends to take key under opts, in
-// a transaction (xact) or a session; see [parse] for refused.
-func lockSQL[O any](helper string, opts []O, xact bool, key advisory.Key, refused bool) string {
-	o := parse(helper, opts, refused)
+// a transaction (xact) or a session, and false after a misuse; see
+// [parse].
+func lockSQL[O any](m sqlmock.Sqlmock, helper string, opts []O, xact bool, key advisory.Key, refused bool) (string, bool) {
+	o, ok := parse(m, helper, opts, refused)
+	if !ok {
+		return "", false
+	}
 	_, stmt := o.LockStatement(sqltext.Inline, xact, sqltext.KeyOf(key))
-	return stmt.Query
+	return stmt.Query, true
 }
 
-// parse reads opts as advisory does. It panics when advisory rejects
-// them, since the call then sends nothing, and when the lock is to be
-// refused without advisory.Try: only a try can be refused.
-func parse[O any](helper string, opts []O, refused bool) scope.Options {
+// parse reads opts as advisory does. It reports a misuse on m and returns
+// false when advisory rejects them, since the call then sends nothing,
+// and when the lock is to be refused without advisory.Try: only a try can
+// be refused.
+func parse[O any](m sqlmock.Sqlmock, helper string, opts []O, refused bool) (scope.Options, bool) {
 	o, err := scope.ParseOf(opts)
-	if err != nil {
-		panic(helper + err.Error())
+	switch {
+	case err != nil:
+		misuse(m, "%s%v", helper, err)
+		return o, false
+	case refused && !o.Try:
+		misuse(m, "%s", helper+"a refused lock needs advisory.Try(): a lock that waits is never refused, it is granted or it fails")
+		return o, false
 	}
-	if refused && !o.Try {
-		panic(helper + "a refused lock needs advisory.Try(): a lock that waits is never refused, it is granted or it fails")
-	}
-	return o
+	return o, true
 }
