@@ -71,9 +71,6 @@ type Locker struct {
 	db *sql.DB // for the privilege a fencing token lacks; see explainFencing
 }
 
-// ErrLockerClosed is returned by [Locker.Acquire] after [Locker.Close].
-var ErrLockerClosed = scope.ErrLockerClosed
-
 // A LockerConfig says how a [Locker] holds its leases. Its zero value
 // holds them on at most 4 connections, each proved by a heartbeat every 5
 // seconds, observed by the observer of [SetObserver].

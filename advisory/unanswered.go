@@ -1,6 +1,6 @@
 package advisory
 
-import "github.com/pgadvisory/pgadvisory/internal/scope"
+import "time"
 
 // AbortMargin is how long after its context ends a call may wait for a
 // server that does not answer (a backend that is stopped, or a network
@@ -31,4 +31,4 @@ import "github.com/pgadvisory/pgadvisory/internal/scope"
 // end of a session scope release under a bound of their own, 10 s,
 // whatever ctx, so that a context that ends as the lock is released does
 // not make a lock that was held look lost.
-const AbortMargin = scope.AbortMargin
+const AbortMargin = 100 * time.Millisecond

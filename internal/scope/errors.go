@@ -10,7 +10,13 @@ import (
 )
 
 // The sentinels that package advisory exports under the same names; see
-// their documentation there.
+// their documentation there. advisory defines its own, so that its
+// documentation shows them as they are, and hands them to the engine with
+// [UseErrors] as it initializes. These are the engine's until then, with
+// the same messages: only the engine's own tests, which do not import
+// advisory, see them. ErrStandby and ErrPooler are in lease.go,
+// ErrUnsupportedEngine in engine.go, ErrLockerClosed in mux.go,
+// ErrBadOption in options.go.
 var (
 	ErrNotAcquired   = errors.New("advisory: lock not acquired")
 	ErrLockTimeout   = errors.New("advisory: lock wait timed out")
@@ -19,6 +25,48 @@ var (
 	ErrLockLost      = errors.New("advisory: lock lost")
 	ErrLockTableFull = errors.New("advisory: lock table full; raise max_locks_per_transaction")
 )
+
+// Errors are the values a front end exports for the engine's sentinels,
+// and how it presents an [EngineError].
+type Errors struct {
+	NotAcquired, LockTimeout, Deadlock, NotHeld, LockLost, LockTableFull error
+	Standby, SharedSession, UnsupportedEngine, LockerClosed, BadOption   error
+
+	// Engine returns the front's error for an engine where a lock cannot
+	// be real. It must match UnsupportedEngine with errors.Is.
+	Engine func(engine, version, reason string) error
+}
+
+// frontEngineError is Errors.Engine, once a front end gave it.
+var frontEngineError func(engine, version, reason string) error
+
+// UseErrors makes the engine report e's values instead of its own: every
+// error it returns from then on matches them with errors.Is, and none
+// matches the engine's own. Package advisory calls it from its init,
+// before any call can run; it is not safe to call concurrently with calls
+// into the engine. A nil value in e leaves the engine's own in place.
+func UseErrors(e Errors) {
+	use := func(v *error, front error) {
+		if front != nil {
+			*v = front
+		}
+	}
+	use(&ErrNotAcquired, e.NotAcquired)
+	use(&ErrLockTimeout, e.LockTimeout)
+	use(&ErrDeadlock, e.Deadlock)
+	use(&ErrNotHeld, e.NotHeld)
+	use(&ErrLockLost, e.LockLost)
+	use(&ErrLockTableFull, e.LockTableFull)
+	use(&ErrStandby, e.Standby)
+	use(&ErrPooler, e.SharedSession)
+	use(&ErrUnsupportedEngine, e.UnsupportedEngine)
+	use(&ErrLockerClosed, e.LockerClosed)
+	use(&errLockerClosed, e.LockerClosed) // a closed Mux's leases' cause, the same value
+	use(&ErrBadOption, e.BadOption)
+	if e.Engine != nil {
+		frontEngineError = e.Engine
+	}
+}
 
 // Errors for bad arguments.
 var (
@@ -125,8 +173,12 @@ func FailWait(ctx context.Context, op, keys string, err error) error {
 	return Fail(ctx, op, keys, err)
 }
 
-// FailKind reports a failure whose class is already known.
+// FailKind reports a failure whose class is already known. An
+// [*EngineError] kind becomes the front end's error for it ([UseErrors]).
 func FailKind(op, keys string, kind, err error) error {
+	if ee, ok := kind.(*EngineError); ok && frontEngineError != nil {
+		kind = frontEngineError(ee.Engine, ee.Version, ee.Reason)
+	}
 	return &OpError{Op: op, Keys: keys, Kind: kind, Err: err}
 }
 

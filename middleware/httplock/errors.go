@@ -17,14 +17,14 @@ var (
 	// request needs no lock: the handler is served at once, without a
 	// transaction, and [advisory.TxFromContext] reports false in it.
 	// grpclock.ErrNoLock has the same effect here, and this one there.
-	ErrNoLock = fmt.Errorf("httplock: %w", reqlock.ErrNoLock)
+	ErrNoLock error = noLockError("httplock: no lock for this request")
 
 	// ErrBadKey means the KeyFunc found no key in the request, as for a
 	// missing or malformed path parameter. Every KeyFunc error other than
 	// ErrNoLock matches it. No transaction was begun. The messages of
 	// this package's key functions quote at most 32 bytes of the bad
 	// value.
-	ErrBadKey = fmt.Errorf("httplock: %w", reqlock.ErrBadKey)
+	ErrBadKey error = badKeyError("httplock: bad lock key")
 
 	// ErrUnavailable means the database could not be reached, refused
 	// the connection, or dropped it: a broken or closed connection, a
@@ -38,6 +38,25 @@ var (
 	// handler's work was rolled back and its response was replaced.
 	ErrCommit = errors.New("httplock: commit failed")
 )
+
+// noLockError is the type of [ErrNoLock]. It also matches the class that
+// both transports test for, so that grpclock.ErrNoLock is honoured here
+// and this one there.
+type noLockError string
+
+func (e noLockError) Error() string { return string(e) }
+
+// Is reports whether target is the class of ErrNoLock.
+func (noLockError) Is(target error) bool { return target == reqlock.ErrNoLock }
+
+// badKeyError is the type of [ErrBadKey]. It also matches the class of
+// bad-key errors that both transports test for.
+type badKeyError string
+
+func (e badKeyError) Error() string { return string(e) }
+
+// Is reports whether target is the class of ErrBadKey.
+func (badKeyError) Is(target error) bool { return target == reqlock.ErrBadKey }
 
 // classify gives err, from taking the lock under ctx, the class the error
 // handler sees: the end of the request's context, a busy lock, an

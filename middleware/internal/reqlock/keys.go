@@ -26,11 +26,15 @@ import (
 //     bytes.
 
 var (
-	// ErrNoLock is what the transports' ErrNoLock values wrap, so that
-	// either is honoured by both.
+	// ErrNoLock is the class that the transports' ErrNoLock values
+	// match with errors.Is (their types' Is methods say so), and that
+	// both transports test for, so that either value is honoured by
+	// both. The transports' values are their own, so that their go doc
+	// names nothing internal.
 	ErrNoLock = errors.New("no lock for this request")
 
-	// ErrBadKey is what the transports' ErrBadKey values wrap.
+	// ErrBadKey is the class that the transports' ErrBadKey values
+	// match, as for ErrNoLock.
 	ErrBadKey = errors.New("bad lock key")
 )
 

@@ -2,6 +2,7 @@ package reqlock_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -11,8 +12,10 @@ import (
 )
 
 // TestSentinels checks that each transport's ErrNoLock and ErrBadKey name
-// their own package and wrap the shared sentinel, which both transports
-// test for, so that either package's value steers either transport.
+// their own package and match the shared class, which both transports
+// test for, so that either package's value steers either transport; that
+// an error wrapping one matches it; and that go doc shows no internal
+// name for them (they are not built from reqlock's values).
 func TestSentinels(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -33,5 +36,17 @@ func TestSentinels(t *testing.T) {
 	}
 	if errors.Is(httplock.ErrNoLock, reqlock.ErrBadKey) || errors.Is(grpclock.ErrBadKey, reqlock.ErrNoLock) {
 		t.Error("ErrNoLock and ErrBadKey match each other")
+	}
+	for _, tt := range tests {
+		wrapped := fmt.Errorf("key func: %w", tt.err)
+		if !errors.Is(wrapped, tt.err) || !errors.Is(wrapped, tt.shared) {
+			t.Errorf("%s: %v, wrapped, matches neither it nor its class", tt.name, tt.err)
+		}
+		if errors.Unwrap(tt.err) != nil {
+			t.Errorf("%s: unwraps to %v; want a value of the transport's own", tt.name, errors.Unwrap(tt.err))
+		}
+	}
+	if errors.Is(httplock.ErrNoLock, grpclock.ErrNoLock) || errors.Is(httplock.ErrBadKey, grpclock.ErrBadKey) {
+		t.Error("one transport's sentinel matches the other's; want each to match its class only")
 	}
 }
