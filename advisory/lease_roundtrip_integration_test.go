@@ -2,6 +2,7 @@ package advisory_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -16,6 +17,8 @@ func TestLeaseRoundTripsIntegration(t *testing.T) {
 	// The heartbeat of the leases whose heartbeats are counted; the
 	// others beat too rarely to fall inside a measured call.
 	const hb = 200 * time.Millisecond
+	// The heartbeats counted.
+	const beats = 10
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
@@ -35,16 +38,27 @@ func TestLeaseRoundTripsIntegration(t *testing.T) {
 			}
 			return p.Flights()
 		}
-		// checkBeats counts the round trips of n heartbeat intervals
-		// with nothing else under way. A loaded machine can move a beat
-		// across either end of the window, so n±1 passes; two round
-		// trips a beat would give about 2n.
-		checkBeats := func(t *testing.T, what string, n int64) {
+		// checkBeats counts the round trips of the next n heartbeats of
+		// l, with nothing else under way, however late a loaded machine
+		// makes them: it counts the heartbeats that l made, not
+		// intervals of time. It starts right after a heartbeat, so that
+		// the next, and any heartbeat pgx's first preparation made
+		// dearer, falls outside the count, and stops once n more have
+		// ended. A heartbeat still in flight at either end may have its
+		// round trip on the other side, so one a heartbeat is n±1; two
+		// would be at least 2n-2.
+		checkBeats := func(t *testing.T, what string, l *advisory.Lease, n int64) {
 			t.Helper()
+			before := advisory.Beats(l)
+			pgtest.Await(t, what+": a heartbeat", func() (bool, error) { return advisory.Beats(l) > before, nil })
 			p.Reset()
-			time.Sleep(time.Duration(n) * hb)
-			if got := p.Flights(); got < n-1 || got > n+1 {
-				t.Errorf("%s: %d round trips in %d heartbeat intervals; want %d±1, one a heartbeat", what, got, n, n)
+			start := advisory.Beats(l)
+			pgtest.Await(t, fmt.Sprintf("%s: %d heartbeats", what, n), func() (bool, error) {
+				return advisory.Beats(l)-start >= n, nil
+			})
+			got, made := p.Flights(), advisory.Beats(l)-start
+			if got < made-1 || got > made+1 {
+				t.Errorf("%s: %d round trips in %d heartbeats; want %d±1, one a heartbeat", what, got, made, made)
 			}
 		}
 		check := func(t *testing.T, what string, got, want int64) {
@@ -94,7 +108,7 @@ func TestLeaseRoundTripsIntegration(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkBeats(t, "a lease's heartbeats", 10)
+			checkBeats(t, "a lease's heartbeats", l, beats)
 			if err := l.Release(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -140,13 +154,13 @@ func TestLeaseRoundTripsIntegration(t *testing.T) {
 			// One heartbeat proves all the leases on a connection. The
 			// first is prepared by pgx: count from the second.
 			lk = newLocker(t, db, advisory.LockerConfig{MaxConns: 1, Heartbeat: hb})
+			var l *advisory.Lease
 			for range 5 {
-				if _, err := lk.Acquire(ctx, keys.next()); err != nil {
+				if l, err = lk.Acquire(ctx, keys.next()); err != nil {
 					t.Fatal(err)
 				}
 			}
-			time.Sleep(hb + hb/2)
-			checkBeats(t, "the heartbeats of 5 leases on a connection", 10)
+			checkBeats(t, "the heartbeats of 5 leases on a connection", l, beats)
 		})
 	})
 }

@@ -40,6 +40,7 @@ type carrier struct {
 	leases  map[*MuxLease]struct{}
 	pending int // acquisitions routed to the carrier and not yet done
 	lost    error
+	beats   int64 // heartbeats sent and ended; see MuxLease.Beats
 
 	// Guarded by the turn: what pg_locks must show for this session, and
 	// how many leases hold each lock.
@@ -294,6 +295,9 @@ func (c *carrier) beat() {
 	err := c.run(func(ctx context.Context) error {
 		return c.conn.QueryRowContext(ctx, sqltext.CarrierCount(c.pid, c.mark)).Scan(&n)
 	})
+	c.m.mu.Lock()
+	c.beats++
+	c.m.mu.Unlock()
 	var lost []*MuxLease
 	switch {
 	case err == nil && n < 0:

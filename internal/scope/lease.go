@@ -46,6 +46,7 @@ type Lease struct {
 
 	mu      sync.Mutex
 	err     error // set once: the loss, or context.Canceled on release
+	beats   int64 // heartbeats sent and ended; see Beats
 	relErr  error // what Release returned
 	endOnce sync.Once
 }
@@ -123,6 +124,15 @@ func (l *Lease) Context() context.Context { return l.ctx }
 // Token returns the fencing token, or 0 without fencing.
 func (l *Lease) Token() int64 { return l.token }
 
+// Beats returns how many heartbeats the lease has sent whose statement
+// has ended, answered or not. Tests count a heartbeat's round trips with
+// it.
+func (l *Lease) Beats() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.beats
+}
+
 // Err returns nil while the lease holds, an error matching ErrLockLost
 // after a loss, and context.Canceled after Release.
 func (l *Lease) Err() error {
@@ -184,6 +194,9 @@ func (l *Lease) beat() error {
 		if res, err = ex.ExecContext(ctx, l.holds, nil); err == nil {
 			n, err = res.RowsAffected()
 		}
+		l.mu.Lock()
+		l.beats++
+		l.mu.Unlock()
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w within %v: %w", errNoAnswer, l.interval, ctx.Err())
 		}

@@ -153,6 +153,15 @@ func (l *MuxLease) Context() context.Context { return l.ctx }
 // Token returns the fencing token, or 0 without fencing.
 func (l *MuxLease) Token() int64 { return l.token }
 
+// Beats returns how many heartbeats the lease's connection has sent whose
+// statement has ended, answered or not: each proves every lease on the
+// connection. Tests count a heartbeat's round trips with it.
+func (l *MuxLease) Beats() int64 {
+	l.c.m.mu.Lock()
+	defer l.c.m.mu.Unlock()
+	return l.c.beats
+}
+
 // Err returns nil while the lease holds, an error matching ErrLockLost
 // after a loss, and context.Canceled after Release.
 func (l *MuxLease) Err() error {
