@@ -191,7 +191,7 @@ func TestWithXactLockCommitEarly(t *testing.T) {
 		// database/sql rolls back a transaction whose context ended on
 		// a goroutine of its own, which may reach the driver after
 		// WithXactLock returned.
-		_ = pgtest.Poll(time.Millisecond, func() (bool, error) { return m.ExpectationsWereMet() == nil, nil })
+		pgtest.Await(t, "database/sql's rollback", func() (bool, error) { return m.ExpectationsWereMet() == nil, nil })
 	})
 	t.Run("OutsideAScope", func(t *testing.T) {
 		t.Parallel()
@@ -369,9 +369,7 @@ func TestWithSessionLockPanicDiscards(t *testing.T) {
 		})
 	}()
 	// The session is discarded beside the panic, not before it goes on.
-	for db.Stats().OpenConnections != 0 {
-		time.Sleep(time.Millisecond)
-	}
+	awaitNoConns(t, db)
 }
 
 func TestWithSessionLockDiscardsWhenContextEndsDuringFn(t *testing.T) {
@@ -423,9 +421,14 @@ func TestWithSessionLockPanicWithOpenTx(t *testing.T) {
 	// The panic arrived although the transaction is still open; ending it
 	// frees the connection, which was closed under it.
 	_ = tx.Rollback()
-	for db.Stats().OpenConnections != 0 {
-		time.Sleep(time.Millisecond)
-	}
+	awaitNoConns(t, db)
+}
+
+// awaitNoConns waits until db has no open connection: a discarded
+// session's close can come a moment after the call that discarded it.
+func awaitNoConns(t *testing.T, db *sql.DB) {
+	t.Helper()
+	pgtest.Await(t, "every connection to close", func() (bool, error) { return db.Stats().OpenConnections == 0, nil })
 }
 
 func TestScopedBadInput(t *testing.T) {
