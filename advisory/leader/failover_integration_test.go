@@ -88,11 +88,12 @@ func (c *candidate) fn(ctx context.Context, l *advisory.Lease) error {
 	return nil
 }
 
-// await returns the first lead after from, waiting up to within.
-func (c *candidate) await(t *testing.T, from time.Time, within time.Duration) lead {
+// await returns the first lead after from, waiting for it as
+// [pgtest.Await] does.
+func (c *candidate) await(t *testing.T, from time.Time) lead {
 	t.Helper()
 	var got lead
-	err := pgtest.Poll(time.Millisecond, func() (bool, error) {
+	pgtest.Await(t, "a lead", func() (bool, error) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		for _, l := range c.leads {
@@ -101,14 +102,8 @@ func (c *candidate) await(t *testing.T, from time.Time, within time.Duration) le
 				return true, nil
 			}
 		}
-		if time.Since(from) > within {
-			return false, fmt.Errorf("no lead within %v", within)
-		}
 		return false, nil
 	})
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
 	return got
 }
 
@@ -144,7 +139,7 @@ func failoverElection(t *testing.T, p *pgtest.Pair) (map[string]time.Duration, t
 	start := time.Now()
 	first := map[string]lead{}
 	for d, c := range cands {
-		first[d] = c.await(t, start, 30*time.Second)
+		first[d] = c.await(t, start)
 	}
 
 	// The crash falls at a random phase of the heartbeats.
@@ -157,7 +152,7 @@ func failoverElection(t *testing.T, p *pgtest.Pair) (map[string]time.Duration, t
 	standby := p.Standby.Open(t, pgtest.DriverPGX)
 	took := map[string]time.Duration{}
 	for d, c := range cands {
-		next := c.await(t, crash, time.Minute)
+		next := c.await(t, crash)
 		took[d] = next.at.Sub(crash)
 		if next.token <= first[d].token {
 			t.Errorf("%s: the new leader's token %d is not greater than %d, the token of the lead before the crash",

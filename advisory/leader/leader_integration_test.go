@@ -59,6 +59,7 @@ type election struct {
 	leads []lead
 
 	acting   atomic.Int32 // candidates inside fn now
+	leading  atomic.Int32 // candidates whose lead's context has not ended
 	overlaps atomic.Int64 // times a candidate entered fn while another was inside
 	accepted atomic.Int64
 	refused  atomic.Int64 // writes the fence refused: a deposed leader's
@@ -113,6 +114,8 @@ func (e *election) fn(c int) leader.LeadFunc {
 			e.overlaps.Add(1)
 		}
 		defer e.acting.Add(-1)
+		e.leading.Add(1)
+		context.AfterFunc(ctx, func() { e.leading.Add(-1) })
 		e.mu.Lock()
 		e.leads = append(e.leads, lead{cand: c, token: l.Token(), at: time.Now()})
 		e.mu.Unlock()
@@ -147,22 +150,29 @@ func rowsAffected(res sql.Result, err error) (int64, error) {
 }
 
 // next waits for a leader whose token is above after, and returns it.
-func (e *election) next(after int64, within time.Duration) lead {
+func (e *election) next(after int64) lead {
 	e.t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
+	var got lead
+	pgtest.Await(e.t, fmt.Sprintf("a new leader after token %d", after), func() (bool, error) {
 		e.mu.Lock()
+		defer e.mu.Unlock()
 		for _, l := range e.leads {
 			if l.token > after {
-				e.mu.Unlock()
-				return l
+				got = l
+				return true, nil
 			}
 		}
-		e.mu.Unlock()
-		time.Sleep(time.Millisecond)
-	}
-	e.t.Fatalf("no new leader after token %d within %v", after, within)
-	return lead{}
+		return false, nil
+	})
+	return got
+}
+
+// awaitDeposed waits until no candidate but the leader is inside fn:
+// every deposed leader has noticed its loss and stopped writing, so that
+// [election.check] sees every write they made.
+func (e *election) awaitDeposed() {
+	e.t.Helper()
+	pgtest.Await(e.t, "the deposed leaders to stop", func() (bool, error) { return e.acting.Load() <= 1, nil })
 }
 
 // check asserts, from the log, that the fence accepted no stale write:
@@ -196,7 +206,7 @@ func (e *election) check() {
 // began, and logs p50 and max of the time to a new leader.
 func (e *election) takeovers(name string, n int, event func(cur lead) time.Time) {
 	e.t.Helper()
-	cur := e.next(0, 30*time.Second)
+	cur := e.next(0)
 	e.mu.Lock()
 	cur = e.leads[len(e.leads)-1] // the latest leader
 	e.mu.Unlock()
@@ -205,7 +215,7 @@ func (e *election) takeovers(name string, n int, event func(cur lead) time.Time)
 		// The other candidates wait in the server, not polling.
 		pgtest.AwaitWaiting(e.t, e.db, e.key)
 		t0 := event(cur)
-		nl := e.next(cur.token, 60*time.Second)
+		nl := e.next(cur.token)
 		e.t.Logf("%s: candidate %d leads with token %d, %v after the event", name, nl.cand, nl.token, nl.at.Sub(t0))
 		ds = append(ds, nl.at.Sub(t0))
 		cur = nl
@@ -219,14 +229,11 @@ func (e *election) takeovers(name string, n int, event func(cur lead) time.Time)
 func (e *election) leaderPID() int {
 	e.t.Helper()
 	var info leader.Info
-	err := pgtest.Poll(time.Millisecond, func() (bool, error) {
+	pgtest.Await(e.t, "leader.Current to find a leader", func() (bool, error) {
 		i, ok, err := leader.Current(context.Background(), e.db, e.key)
 		info = i
 		return ok, err
 	})
-	if err != nil {
-		e.t.Fatalf("Current: %v", err)
-	}
 	return info.PID
 }
 
@@ -251,7 +258,7 @@ func TestTakeoverOnTerminate(t *testing.T) {
 			}
 			return t0
 		})
-		time.Sleep(500 * time.Millisecond) // let the deposed leaders notice
+		e.awaitDeposed()
 		e.check()
 	})
 }
@@ -278,16 +285,17 @@ func TestTakeoverOnRestartAndPause(t *testing.T) {
 					e.takeovers("pause 1s (from unpause)", runs(t, 2), func(cur lead) time.Time {
 						p0 := time.Now()
 						unpause := s.Pause(t)
-						// The leader gives its lease up within two heartbeats.
-						for e.acting.Load() != 0 && time.Since(p0) < 10*time.Second {
-							time.Sleep(time.Millisecond)
-						}
+						// The leader gives its lease up within two
+						// heartbeats, and its lead's context ends; its
+						// fn may still wait for a write to the frozen
+						// server.
+						pgtest.Await(t, "the leader to give its lease up", func() (bool, error) { return e.leading.Load() == 0, nil })
 						t.Logf("pause: the leader stepped down after %v", time.Since(p0).Round(time.Millisecond))
 						time.Sleep(time.Second - time.Since(p0))
 						unpause()
 						return time.Now()
 					})
-					time.Sleep(500 * time.Millisecond)
+					e.awaitDeposed()
 					e.check()
 				})
 			}
