@@ -210,7 +210,7 @@ func TestRunOutcomesIntegration(t *testing.T) {
 				}
 				got <- res
 			}()
-			time.Sleep(100 * time.Millisecond)
+			pgtest.AwaitWaiting(t, db, advisory.NameKey(idempotency.DefaultNamespace, k("c")))
 			if _, err := tx.ExecContext(ctx, "INSERT INTO "+name+" (key, result) VALUES ($1, 'holder')", k("c")); err != nil {
 				t.Fatal(err)
 			}

@@ -100,7 +100,7 @@ func TestTryTakesOneLock(t *testing.T) {
 			got <- l
 		}()
 		// The waiter waits on one slot, in the server.
-		err := pgtest.Poll(time.Millisecond, func() (bool, error) {
+		pgtest.Await(t, "the waiter to wait on a slot", func() (bool, error) {
 			for i := range s.N() {
 				locks, err := pgtest.LocksOf(ctx, tg.DB, s.Slot(i))
 				if err != nil {
@@ -114,9 +114,6 @@ func TestTryTakesOneLock(t *testing.T) {
 			}
 			return false, nil
 		})
-		if err != nil {
-			t.Fatalf("the waiter does not wait: %v", err)
-		}
 		freed := time.Now()
 		if err := leases[0].Release(ctx); err != nil {
 			t.Fatal(err)
