@@ -15,8 +15,10 @@ import (
 // TestPreparedStatementsIntegration proves that a key never makes a
 // statement of its own: after 300 rounds of session and transaction locks
 // with fresh keys on one connection, in transactions the caller began and
-// in WithXactLock's, pgx holds one prepared statement per
-// kind of call, with the key as a parameter, and lib/pq none.
+// in WithXactLock's, pgx holds one prepared statement per kind of call,
+// with the key as a parameter, and lib/pq none. A transaction the caller
+// began sends its key in the text, in the simple protocol, which pgx does
+// not prepare.
 func TestPreparedStatementsIntegration(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
@@ -40,8 +42,8 @@ func TestPreparedStatementsIntegration(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			// A transaction the caller began sends its key as a parameter
-			// on pgx: the library finds its driver through its *sql.DB.
+			// A transaction the caller began sends its key in the text:
+			// database/sql cannot say which driver runs it.
 			tx, err := conn.BeginTx(ctx, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -56,7 +58,8 @@ func TestPreparedStatementsIntegration(t *testing.T) {
 				t.Fatal(err)
 			}
 			// A transaction that WithXactLock began sends its key as a
-			// parameter too, and so does a lock taken in it.
+			// parameter on pgx, its *sql.DB's form, and so does a lock
+			// taken in it under the context the scope gave fn.
 			err = advisory.WithXactLock(ctx, tg.DB, keys.next(), func(ctx context.Context, tx *sql.Tx) error {
 				return advisory.XactLock(ctx, tx, keys.next())
 			}, advisory.Try())
@@ -71,12 +74,10 @@ func TestPreparedStatementsIntegration(t *testing.T) {
 			want = []string{
 				"SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_lock($1) END",
 				"SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_lock($1,$2) END",
-				"SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock($1) END",
-				"SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock_shared($1,$2) END",
 				"SELECT 1 WHERE pg_catalog.pg_advisory_unlock($1)",
 				"SELECT 1 WHERE pg_catalog.pg_advisory_unlock($1,$2)",
-				// The engine's probe, once per *sql.DB, on the
-				// connection of its first lock call.
+				// The engine's probe, once per connection, at its
+				// first lock call.
 				sqltext.EngineProbe,
 			}
 			slices.Sort(want) // as preparedStatements sorts them
@@ -88,8 +89,10 @@ func TestPreparedStatementsIntegration(t *testing.T) {
 		if tg.Driver != pgtest.DriverPQ {
 			xconn := pgtest.Conn(t, tg.DB)
 			got := preparedStatements(t, xconn)
-			// A free key's wait is its try.
-			want := []string{"SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock($1) END"}
+			// A free key's wait is its try; the connection was probed
+			// at its first lock call.
+			want := []string{"SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock($1) END", sqltext.EngineProbe}
+			slices.Sort(want)
 			if !slices.Equal(got, want) {
 				t.Errorf("prepared statements on the transactions' connection:\n got %q\nwant %q", got, want)
 			}

@@ -42,14 +42,14 @@ func XactLockShared(ctx context.Context, tx *sql.Tx, key Key) error {
 // without waiting, and reports whether it did. A lock taken is released
 // when tx commits or rolls back.
 func TryXactLock(ctx context.Context, tx *sql.Tx, key Key) (bool, error) {
-	return xactAcquire(ctx, tx, "try xact lock", []sqltext.Key{key.sql()}, sqltext.TryLockStmt(scope.TxForm(tx), scope.TxGuard(ctx), true, false, key.sql()))
+	return xactAcquire(ctx, tx, "try xact lock", []sqltext.Key{key.sql()}, sqltext.TryLockStmt(scope.TxForm(ctx, tx), scope.TxGuard(ctx), true, false, key.sql()))
 }
 
 // TryXactLockShared takes a shared transaction lock on key if no exclusive
 // lock holds it, without waiting, and reports whether it did. A lock taken
 // is released when tx commits or rolls back.
 func TryXactLockShared(ctx context.Context, tx *sql.Tx, key Key) (bool, error) {
-	return xactAcquire(ctx, tx, "try xact lock shared", []sqltext.Key{key.sql()}, sqltext.TryLockStmt(scope.TxForm(tx), scope.TxGuard(ctx), true, true, key.sql()))
+	return xactAcquire(ctx, tx, "try xact lock shared", []sqltext.Key{key.sql()}, sqltext.TryLockStmt(scope.TxForm(ctx, tx), scope.TxGuard(ctx), true, true, key.sql()))
 }
 
 // XactLockKeys waits until it holds an exclusive transaction lock on every
@@ -68,7 +68,7 @@ func XactLockKeys(ctx context.Context, tx *sql.Tx, keys ...Key) error {
 // under a savepoint; see [scope.XactTake].
 func xactWait(ctx context.Context, tx *sql.Tx, op string, keys []sqltext.Key, shared bool) error {
 	o := scope.Options{Shared: shared}
-	_, err := scope.XactTake(ctx, scope.DefaultHooks(), tx, false, op, keys, &o, scope.TxForm(tx))
+	_, err := scope.XactTake(ctx, scope.DefaultHooks(), tx, false, op, keys, &o, scope.TxForm(ctx, tx))
 	return err
 }
 

@@ -56,7 +56,7 @@ func WithXactLock(ctx context.Context, db *sql.DB, key Key, fn func(ctx context.
 		return scope.FailBegin(ctx, key.sql().String(), err)
 	}
 	defer end()
-	return scope.Xact(ctx, tx, true, key.sql(), fn, &o)
+	return scope.Xact(ctx, tx, true, key.sql(), fn, &o, scope.DBForm(db))
 }
 
 // WithXactLockTx is [WithXactLock] for a transaction the caller has
@@ -75,7 +75,7 @@ func WithXactLockTx(ctx context.Context, tx *sql.Tx, key Key, fn func(ctx contex
 	if err != nil {
 		return scope.Join(err, scope.Rollback(tx))
 	}
-	return scope.Xact(ctx, tx, false, key.sql(), fn, &o)
+	return scope.Xact(ctx, tx, false, key.sql(), fn, &o, scope.TxForm(ctx, tx))
 }
 
 // NewTxContext returns a copy of ctx that carries tx, for [TxFromContext]

@@ -36,7 +36,7 @@ func WithXactLock(ctx context.Context, db *sqlx.DB, key advisory.Key, fn func(ct
 	if err != nil {
 		return scope.Fail(ctx, "begin", "", err)
 	}
-	return scope.Xact(ctx, tx.Tx, true, sqltext.KeyOf(key), func(ctx context.Context, _ *sql.Tx) error { return fn(ctx, tx) }, &o)
+	return scope.Xact(ctx, tx.Tx, true, sqltext.KeyOf(key), func(ctx context.Context, _ *sql.Tx) error { return fn(ctx, tx) }, &o, scope.DBForm(db.DB))
 }
 
 // WithSessionLock is [advisory.WithSessionLock] for a *sqlx.DB: fn

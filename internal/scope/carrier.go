@@ -29,7 +29,7 @@ type carrier struct {
 	m         *Mux
 	conn      *sql.Conn
 	pid, mark int64
-	form      sqltext.Form // how a fenced try carries its key; see ConnForm
+	form      sqltext.Form // how a fenced try carries its key: its *sql.DB's (DBForm)
 
 	turn chan struct{} // holds a token while a statement is in flight
 	dead chan struct{} // closed when the carrier is lost
@@ -73,7 +73,7 @@ func (m *Mux) openCarrierOnce(ctx context.Context) (*carrier, error) {
 		return nil, Fail(ctx, "connect", "", err)
 	}
 	c := &carrier{
-		m: m, conn: conn, form: ConnForm(conn),
+		m: m, conn: conn, form: DBForm(m.db),
 		turn: make(chan struct{}, 1), dead: make(chan struct{}),
 		stop: make(chan struct{}), done: make(chan struct{}),
 		leases: map[*MuxLease]struct{}{}, locks: map[lockID]int{},

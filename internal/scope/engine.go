@@ -60,17 +60,28 @@ func (e *EngineError) Error() string {
 func (e *EngineError) Unwrap() error { return ErrUnsupportedEngine }
 
 // CheckSession refuses a session lock, for operation op on keys, when the
-// engine behind conn's *sql.DB cannot make it real. The engine is
-// identified once per *sql.DB, by the first call on it, with one round
-// trip ([sqltext.EngineProbe]; two on Citus); every later call costs a
-// map lookup and sends nothing. A probe that fails is not remembered, and
+// engine behind conn cannot make it real.
+//
+// The engine is known per driver connection, the session conn's Raw
+// hands out: the first lock call on a connection identifies it with one
+// round trip ([sqltext.EngineProbe]; two on Citus), and every later call
+// on that connection, through any *sql.Conn, costs a Raw call and a map
+// lookup and sends nothing. database/sql gives no way to ask a *sql.Conn
+// for the *sql.DB it came from, so each of a pool's connections is
+// identified on its own, once in its life; that is also right for a DSN
+// that names several hosts. A probe that fails is not remembered, and
 // its conn is discarded, as after a failed lock statement: a driver may
 // have left a cancel in flight that would hit the next statement.
 func CheckSession(ctx context.Context, conn *sql.Conn, op, keys string) error {
 	if conn == nil {
 		return nil // the lock call reports the nil conn itself
 	}
-	err := checkEngine(ctx, connDB(conn), conn, false, op, keys)
+	dc, ok := identify(conn)
+	if !ok {
+		return nil // conn is closed: the lock statement fails itself
+	}
+	e, err := engineOfConn(ctx, dc, conn)
+	err = check(ctx, e, err, false, op, keys)
 	if err != nil && !errors.Is(err, ErrUnsupportedEngine) {
 		Discard(conn)
 	}
@@ -79,27 +90,40 @@ func CheckSession(ctx context.Context, conn *sql.Conn, op, keys string) error {
 
 // CheckXact is [CheckSession] for a transaction lock in tx. A probe runs
 // in tx; if it fails, tx has failed, and the caller rolls it back.
+//
+// A *sql.Tx has no Raw: its driver connection is the one the watchdog
+// finds ([txDriverConn]). When it cannot be found, because tx has ended
+// (the lock statement then fails itself) or this Go release lays
+// database/sql out otherwise (TestTxDriverConn fails first), the lock
+// goes unchecked.
 func CheckXact(ctx context.Context, tx *sql.Tx, op, keys string) error {
-	if tx == nil {
+	c := txDriverConn(tx)
+	if c == nil {
 		return nil
 	}
-	return checkEngine(ctx, txDB(tx), tx, true, op, keys)
+	e, err := engineOfConn(ctx, driverConnOf(c), tx)
+	return check(ctx, e, err, true, op, keys)
 }
 
 // CheckDB is [CheckSession] (xact false) or [CheckXact] (xact true) for
 // locks that will be taken on connections of db's own, as a Mux takes
-// them; a probe runs on one of db's connections.
+// them, before it has one. db's engine is known once per *sql.DB: the
+// first check takes one of db's connections and asks it as CheckSession
+// does (a connection already identified sends nothing); every later
+// check costs a map lookup.
 func CheckDB(ctx context.Context, db *sql.DB, xact bool, op, keys string) error {
 	if db == nil {
 		return nil
 	}
-	return checkEngine(ctx, db, db, xact, op, keys)
+	e, err := engineOfDB(ctx, db, db)
+	return check(ctx, e, err, xact, op, keys)
 }
 
-// EngineOf returns the engine behind db, identifying it first with q, one
-// of db's connections or transactions or db itself, if no call has yet.
+// EngineOf returns the engine behind db, identifying it first through q,
+// one of db's connections or transactions or db itself, if no
+// [CheckDB] or EngineOf call on db has yet.
 func EngineOf(ctx context.Context, db *sql.DB, q Queryer) (Engine, error) {
-	e, err := engineOf(ctx, db, q)
+	e, err := engineOfDB(ctx, db, q)
 	if err != nil {
 		return Engine{}, err
 	}
@@ -112,14 +136,9 @@ type Queryer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-func checkEngine(ctx context.Context, db *sql.DB, q Queryer, xact bool, op, keys string) error {
-	if db == nil {
-		// database/sql hid the *sql.DB (see connDBField): nothing to
-		// remember the engine under, and a probe per call would cost a
-		// round trip each. TestConnDB and TestTxDB fail first.
-		return nil
-	}
-	e, err := engineOf(ctx, db, q)
+// check refuses a session (xact false) or transaction lock on e, or
+// reports the probe's failure.
+func check(ctx context.Context, e *Engine, err error, xact bool, op, keys string) error {
 	if err != nil {
 		return Fail(ctx, op, keys, &probeError{err})
 	}
@@ -139,61 +158,171 @@ type probeError struct{ err error }
 func (e *probeError) Error() string { return "identifying the server's engine: " + e.err.Error() }
 func (e *probeError) Unwrap() error { return e.err }
 
-// engines holds the engine of each *sql.DB a probe has identified. It is
-// keyed by weak pointers, so that it keeps no *sql.DB alive, and a
-// cleanup deletes a *sql.DB's entry once it is collected; a *sql.DB
-// allocated later at the same address gets a weak pointer of its own, so
-// it never inherits an entry. Reads take no lock of the map's own.
-var engines sync.Map // weak.Pointer[sql.DB] → *Engine
+// connEngines holds the engine of each driver connection a probe has
+// identified, and dbEngines that of each *sql.DB a [CheckDB] or
+// [EngineOf] has. Both are keyed by weak pointers, so that they keep
+// nothing alive, and a cleanup deletes an entry once its connection or
+// *sql.DB is collected; one allocated later at the same address gets a
+// weak pointer of its own, so it never inherits an entry. Reads take no
+// lock of the maps' own.
+var (
+	connEngines weakMap[byte]   // a driver connection → *Engine
+	dbEngines   weakMap[sql.DB] // → *Engine
+)
 
-// probedMocks holds the sqlmock databases whose engine is probed as on a
-// real driver ([ProbeOnMock]).
-var probedMocks sync.Map // weak.Pointer[sql.DB] → struct{}
+// probedMocks holds the sqlmock databases, and their driver connection,
+// whose engine is probed as on a real driver ([ProbeOnMock]).
+var (
+	probedMocks     weakMap[sql.DB]
+	probedMockConns weakMap[byte]
+)
 
-func engineOf(ctx context.Context, db *sql.DB, q Queryer) (*Engine, error) {
-	k := weak.Make(db)
-	if e, ok := engines.Load(k); ok {
-		return e.(*Engine), nil
+// A driverConn is what the engine's cache knows of a driver connection:
+// the object it points to, as a pointer to its first byte (nil when it is
+// not a pointer), and its type. It is taken inside Raw, and keeps nothing
+// of the connection's for use outside.
+type driverConn struct {
+	p *byte
+	t reflect.Type
+}
+
+// driverConnOf returns what the cache knows of dc. The pointer is dc's
+// own value, not a field of it.
+func driverConnOf(dc any) driverConn {
+	v := reflect.ValueOf(dc)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Type().Elem().Size() == 0 {
+		return driverConn{t: reflect.TypeOf(dc)}
 	}
-	if isMock(db) {
-		if _, probe := probedMocks.Load(k); !probe {
-			return rememberEngine(db, k, &mockEngine), nil
+	return driverConn{p: (*byte)(v.UnsafePointer()), t: v.Type()}
+}
+
+// identify returns conn's driver connection, as Raw hands it out, or
+// false when conn is closed.
+func identify(conn *sql.Conn) (driverConn, bool) {
+	var dc driverConn
+	err := conn.Raw(func(c any) error {
+		dc = driverConnOf(c)
+		return nil
+	})
+	return dc, err == nil
+}
+
+// engineOfConn returns the engine behind dc, identifying it first with q,
+// a *sql.Conn or *sql.Tx on it. A driver connection that is not a pointer
+// cannot be remembered, and is probed on every call; the drivers known to
+// database/sql's users all have pointers.
+func engineOfConn(ctx context.Context, dc driverConn, q Queryer) (*Engine, error) {
+	p := dc.p
+	if p != nil {
+		if e, ok := connEngines.load(p); ok {
+			return e.(*Engine), nil
+		}
+		if isMockType(dc.t) {
+			if _, probe := probedMockConns.load(p); !probe {
+				return connEngines.store(p, &mockEngine).(*Engine), nil
+			}
 		}
 	}
-	p, err := probeEngine(ctx, q)
+	pr, err := probeEngine(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	e := classify(p)
-	return rememberEngine(db, k, &e), nil
-}
-
-// rememberEngine records e as db's engine, unless a call that raced this one
-// did first, and returns the one recorded.
-func rememberEngine(db *sql.DB, k weak.Pointer[sql.DB], e *Engine) *Engine {
-	v, loaded := engines.LoadOrStore(k, e)
-	if !loaded {
-		runtime.AddCleanup(db, forgetEngine, k)
+	e := classify(pr)
+	if p == nil {
+		return &e, nil
 	}
-	return v.(*Engine)
+	return connEngines.store(p, &e).(*Engine), nil
 }
 
-func forgetEngine(k weak.Pointer[sql.DB]) {
-	engines.Delete(k)
-	probedMocks.Delete(k)
+// engineOfDB returns the engine behind db, identifying it first through q:
+// a *sql.Conn or *sql.Tx is asked as [CheckSession] and [CheckXact] ask
+// them, and db itself lends one of its connections.
+func engineOfDB(ctx context.Context, db *sql.DB, q Queryer) (*Engine, error) {
+	if e, ok := dbEngines.load(db); ok {
+		return e.(*Engine), nil
+	}
+	if isMock(db.Driver()) {
+		if _, probe := probedMocks.load(db); !probe {
+			return dbEngines.store(db, &mockEngine).(*Engine), nil
+		}
+	}
+	var e *Engine
+	var err error
+	switch q := q.(type) {
+	case *sql.Tx:
+		e, err = engineOfConn(ctx, driverConnOf(txDriverConn(q)), q)
+	case *sql.Conn:
+		e, err = engineOfSession(ctx, q)
+	default:
+		var conn *sql.Conn
+		if conn, err = db.Conn(ctx); err != nil {
+			return nil, err
+		}
+		e, err = engineOfSession(ctx, conn)
+		_ = conn.Close()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return dbEngines.store(db, e).(*Engine), nil
 }
 
-// mockDriver is go-sqlmock's package. A *sql.DB on its driver is taken for
-// PostgreSQL without a probe, so that tests that expect the statements of
-// a lock call, written before the probe existed, still pass; package mock
-// asks for the probe with [ProbeOnMock].
+// engineOfSession is [engineOfConn] on conn's driver connection. A probe
+// that fails discards conn, as [CheckSession] does.
+func engineOfSession(ctx context.Context, conn *sql.Conn) (*Engine, error) {
+	dc, ok := identify(conn)
+	if !ok {
+		return nil, sql.ErrConnDone
+	}
+	e, err := engineOfConn(ctx, dc, conn)
+	if err != nil {
+		Discard(conn)
+	}
+	return e, err
+}
+
+// A weakMap maps objects of type T to values, keeping no object alive: an
+// entry is deleted once its object is collected.
+type weakMap[T any] struct{ m sync.Map } // weak.Pointer[T] → any
+
+func (w *weakMap[T]) load(p *T) (any, bool) { return w.m.Load(weak.Make(p)) }
+
+// store records v for p, unless a call that raced this one did first,
+// and returns the value recorded.
+func (w *weakMap[T]) store(p *T, v any) any {
+	k := weak.Make(p)
+	got, loaded := w.m.LoadOrStore(k, v)
+	if !loaded {
+		runtime.AddCleanup(p, w.forget, k)
+	}
+	return got
+}
+
+func (w *weakMap[T]) forget(k weak.Pointer[T]) { w.m.Delete(k) }
+
+// len returns the number of entries, for tests.
+func (w *weakMap[T]) len() int {
+	n := 0
+	w.m.Range(func(any, any) bool { n++; return true })
+	return n
+}
+
+// mockDriver is go-sqlmock's package. A *sql.DB on its driver, and a
+// connection of it, is taken for PostgreSQL without a probe, so that
+// tests that expect the statements of a lock call, written before the
+// probe existed, still pass; package mock asks for the probe with
+// [ProbeOnMock].
 const mockDriver = "github.com/DATA-DOG/go-sqlmock"
 
 // mockEngine is the engine of a sqlmock database that is not probed.
 var mockEngine = Engine{Name: PostgreSQL}
 
-func isMock(db *sql.DB) bool {
-	t := reflect.TypeOf(db.Driver())
+// isMock reports whether v, a driver or a driver's connection, is
+// sqlmock's.
+func isMock(v any) bool { return isMockType(reflect.TypeOf(v)) }
+
+// isMockType reports whether t, or the type t points to, is sqlmock's.
+func isMockType(t reflect.Type) bool {
 	if t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -202,11 +331,18 @@ func isMock(db *sql.DB) bool {
 
 // ProbeOnMock makes the first lock call on db, a sqlmock database, send
 // the probe, as on a real driver, so that a test can answer it as an
-// engine would. It must be called before that call.
+// engine would. It must be called before that call. sqlmock serves all
+// of a database's sessions with one driver connection, which is marked
+// too.
 func ProbeOnMock(db *sql.DB) {
-	k := weak.Make(db)
-	if _, loaded := probedMocks.LoadOrStore(k, struct{}{}); !loaded {
-		runtime.AddCleanup(db, forgetEngine, k)
+	probedMocks.store(db, struct{}{})
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	if dc, ok := identify(conn); ok && dc.p != nil {
+		probedMockConns.store(dc.p, struct{}{})
 	}
 }
 

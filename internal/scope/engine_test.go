@@ -5,8 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"regexp"
+	"runtime"
 	"sync"
 	"testing"
+	"time"
+	"weak"
 
 	"github.com/DATA-DOG/go-sqlmock"
 
@@ -56,31 +59,6 @@ func TestClassify(t *testing.T) {
 					e, tt.engine, tt.version, tt.session, tt.xact)
 			}
 		})
-	}
-}
-
-// TestConnDB fails when a Go release moves or retypes the field of
-// sql.Conn that connDB reads: session locks would then go unchecked.
-func TestConnDB(t *testing.T) {
-	t.Parallel()
-	if connDBField < 0 {
-		t.Fatal("sql.Conn has no field db of type *sql.DB: connDB cannot find a connection's *sql.DB")
-	}
-	db, _, err := sqlmock.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if got := connDB(conn); got != db {
-		t.Errorf("connDB(conn) = %p; want the *sql.DB it was taken from, %p", got, db)
-	}
-	if got := connDB(nil); got != nil {
-		t.Errorf("connDB(nil) = %p", got)
 	}
 }
 
@@ -162,6 +140,99 @@ func TestEngineProbeRefused(t *testing.T) {
 	}
 }
 
+// TestEngineKnownPerConnection identifies each driver connection on its
+// own: a second database's connection is probed at its first check, the
+// first's is not probed again, and a transaction on a connection already
+// identified, and its *sql.DB's CheckDB, send nothing.
+func TestEngineKnownPerConnection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db1, conn1, m1 := probedMock(t)
+	db2, conn2, m2 := probedMock(t)
+	m1.ExpectQuery(sqltext.EngineProbe).WillReturnRows(probeRows("PostgreSQL 17.2 on x86_64-pc-linux-gnu"))
+	m2.ExpectQuery(sqltext.EngineProbe).WillReturnRows(probeRows("CockroachDB CCL v24.1.0 (x86_64-pc-linux-gnu)"))
+	for range 2 {
+		if err := CheckSession(ctx, conn1, "lock", "1"); err != nil {
+			t.Fatalf("CheckSession on PostgreSQL = %v", err)
+		}
+		if err := CheckSession(ctx, conn2, "lock", "1"); !errors.Is(err, ErrUnsupportedEngine) {
+			t.Fatalf("CheckSession on CockroachDB = %v; want ErrUnsupportedEngine", err)
+		}
+	}
+	m1.ExpectBegin()
+	m1.ExpectRollback()
+	tx, err := db1.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckXact(ctx, tx, "xact lock", "1"); err != nil {
+		t.Errorf("CheckXact on PostgreSQL = %v", err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckDB(ctx, db1, true, "lease", "1"); err != nil {
+		t.Errorf("CheckDB on PostgreSQL = %v", err)
+	}
+	if err := CheckDB(ctx, db2, true, "lease", "1"); !errors.Is(err, ErrUnsupportedEngine) {
+		t.Errorf("CheckDB on CockroachDB 24.1 = %v; want ErrUnsupportedEngine", err)
+	}
+	// A transaction that has ended has no connection to check: its lock
+	// statement fails on its own.
+	if err := CheckXact(ctx, tx, "xact lock", "1"); err != nil {
+		t.Errorf("CheckXact after the rollback = %v; want nil", err)
+	}
+}
+
+// TestEngineForgotten proves that the engines kept per driver connection
+// and per *sql.DB do not keep them alive: once a database and its
+// connection are closed and collected, their entries go.
+func TestEngineForgotten(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var kdb weak.Pointer[sql.DB]
+	var kconn weak.Pointer[byte]
+	func() {
+		db, m, err := sqlmock.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		ProbeOnMock(db)
+		m.ExpectQuery(regexp.QuoteMeta(sqltext.EngineProbe)).WillReturnRows(probeRows("PostgreSQL 17.2 on x86_64-pc-linux-gnu"))
+		if err := CheckDB(ctx, db, false, "lock", "1"); err != nil {
+			t.Fatal(err)
+		}
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		dc, ok := identify(conn)
+		if !ok || dc.p == nil {
+			t.Fatal("no driver connection under a sqlmock conn")
+		}
+		kconn = weak.Make(dc.p)
+		kdb = weak.Make(db)
+	}()
+	kept := func() bool {
+		_, c := connEngines.m.Load(kconn)
+		_, d := dbEngines.m.Load(kdb)
+		return c || d
+	}
+	if !kept() {
+		t.Fatal("no entry for the database or its connection after a check")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for kept() {
+		if time.Now().After(deadline) {
+			t.Fatal("the entries for a closed database and its connection are still kept 10 s later")
+		}
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // stateError is a server's error with a SQLSTATE.
 type stateError struct{ code string }
 
@@ -237,5 +308,32 @@ func BenchmarkCheckSession(b *testing.B) {
 		if err := CheckSession(ctx, conn, "lock", "1"); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestDriverConnOf keys a driver connection by the object it points to,
+// and nothing else.
+func TestDriverConnOf(t *testing.T) {
+	t.Parallel()
+	type zero struct{}
+	c := &stateError{"0"}
+	tests := []struct {
+		name string
+		dc   any
+		keyd bool
+	}{
+		{"Pointer", c, true},
+		{"Nil", nil, false},
+		{"NilPointer", (*stateError)(nil), false},
+		{"NotAPointer", stateError{"0"}, false},
+		{"ZeroSize", &zero{}, false},
+	}
+	for _, tt := range tests {
+		if got := driverConnOf(tt.dc); (got.p != nil) != tt.keyd || isMockType(got.t) {
+			t.Errorf("%s: driverConnOf = %+v; want keyed %v, not a mock", tt.name, got, tt.keyd)
+		}
+	}
+	if a, b := driverConnOf(c), driverConnOf(c); a != b {
+		t.Error("two calls on one connection give two keys")
 	}
 }

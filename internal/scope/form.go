@@ -1,6 +1,7 @@
 package scope
 
 import (
+	"context"
 	"database/sql"
 	"reflect"
 
@@ -53,7 +54,9 @@ func ConnForm(conn *sql.Conn) sqltext.Form {
 	return form
 }
 
-// DBForm returns the form of statement db's driver runs fastest.
+// DBForm returns the form of statement db's driver runs fastest. The
+// scopes that begin their transaction or take their connection from a
+// *sql.DB pass it on.
 func DBForm(db *sql.DB) sqltext.Form {
 	if db == nil {
 		return sqltext.Inline
@@ -61,57 +64,15 @@ func DBForm(db *sql.DB) sqltext.Form {
 	return formOf(db.Driver())
 }
 
-// TxForm returns the form of statement tx's driver runs fastest: the form
-// of the *sql.DB tx was begun on, found by [txDB], whoever began it. A
-// transaction whose *sql.DB cannot be found gets the Inline form, one
-// round trip on every driver.
-func TxForm(tx *sql.Tx) sqltext.Form {
-	return DBForm(txDB(tx))
-}
-
-// txDBField and connDBField are the indexes of the fields of database/sql's
-// Tx and Conn that hold the *sql.DB the transaction was begun on, or the
-// connection taken from; -1 when this Go's type has none.
-//
-// database/sql gives no way to ask a *sql.Tx for its driver, and a caller's
-// transaction on pgx would otherwise pay for a parse and a plan on every
-// lock; nor a *sql.Conn or *sql.Tx for its *sql.DB, under which the
-// server's engine is known once ([CheckSession]). The field has been the
-// first of Tx and of Conn, named db and of type *DB, since database/sql
-// began; it is set when the transaction begins or the connection is taken
-// and never written again, so reading it races with nothing. It is looked
-// up once by name and type, and if a Go release changes it, every
-// transaction falls back to the Inline form, correct on every driver, and
-// the engine goes unchecked. TestTxDB and TestConnDB fail on such a
-// release, so that the change is seen.
-var (
-	txDBField   = dbField(reflect.TypeFor[sql.Tx]())
-	connDBField = dbField(reflect.TypeFor[sql.Conn]())
-)
-
-// dbField returns the index of t's field db of type *sql.DB, or -1.
-func dbField(t reflect.Type) int {
-	f, ok := t.FieldByName("db")
-	if !ok || len(f.Index) != 1 || f.Type != reflect.TypeFor[*sql.DB]() {
-		return -1
+// TxForm returns the form of the statements of a lock call on tx under
+// ctx. database/sql gives no way to ask a *sql.Tx for its driver, so a
+// transaction the caller began gets the Inline form, one round trip on
+// every driver; a transaction a scope began (WithXactLock), when ctx
+// descends from the context the scope gave its fn, gets the scope's form,
+// which the scope knew from its *sql.DB ([DBForm]).
+func TxForm(ctx context.Context, tx *sql.Tx) sqltext.Form {
+	if s, ok := ctx.Value(xactScopeKey{}).(*xactScope); ok && s.tx == tx && tx != nil {
+		return s.form
 	}
-	return f.Index[0]
-}
-
-// txDB returns the *sql.DB tx was begun on, or nil when it cannot be
-// known. It sends nothing and costs a few nanoseconds.
-func txDB(tx *sql.Tx) *sql.DB {
-	if tx == nil || txDBField < 0 {
-		return nil
-	}
-	return (*sql.DB)(reflect.ValueOf(tx).Elem().Field(txDBField).UnsafePointer())
-}
-
-// connDB returns the *sql.DB conn was taken from, or nil when it cannot be
-// known. It sends nothing and costs a few nanoseconds.
-func connDB(conn *sql.Conn) *sql.DB {
-	if conn == nil || connDBField < 0 {
-		return nil
-	}
-	return (*sql.DB)(reflect.ValueOf(conn).Elem().Field(connDBField).UnsafePointer())
+	return sqltext.Inline
 }

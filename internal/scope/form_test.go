@@ -62,75 +62,44 @@ func TestFormWithoutADriverToAsk(t *testing.T) {
 	if got := ConnForm(nil); got != sqltext.Inline {
 		t.Errorf("ConnForm(nil) = %v; want Inline", got)
 	}
-	// A transaction is asked through its *sql.DB; a zero Tx has none.
-	var tx sql.Tx
-	if got := TxForm(&tx); got != sqltext.Inline {
-		t.Errorf("TxForm(zero Tx) = %v; want Inline", got)
-	}
-	if got := TxForm(nil); got != sqltext.Inline {
-		t.Errorf("TxForm(nil) = %v; want Inline", got)
-	}
 }
 
-// TestTxDB fails when a Go release moves or retypes the field of sql.Tx
-// that txDB reads: transactions would still work, in the Inline form, but
-// a caller's transaction on pgx would lose its parameter form unseen.
-func TestTxDB(t *testing.T) {
+// TestTxForm gives a transaction the caller began the Inline form, and one
+// a scope began, under the scope's context, the scope's form.
+func TestTxForm(t *testing.T) {
 	t.Parallel()
-	if txDBField < 0 {
-		t.Fatal("sql.Tx has no field db of type *sql.DB: txDB cannot find a transaction's *sql.DB")
-	}
-	db, mock, err := sqlmock.New()
+	db, m, err := sqlmock.New()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	mock.ExpectBegin()
-	mock.ExpectRollback()
 	ctx := context.Background()
+	m.ExpectBegin()
+	m.ExpectBegin()
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := txDB(tx); got != db {
-		t.Errorf("txDB(tx) = %p; want the *sql.DB it was begun on, %p", got, db)
-	}
-	if got := TxForm(tx); got != sqltext.Inline {
-		t.Errorf("TxForm(sqlmock's tx) = %v; want Inline", got)
-	}
-	if err := tx.Rollback(); err != nil {
+	other, err := db.BeginTx(ctx, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	// A transaction that has ended keeps its *sql.DB.
-	if got := txDB(tx); got != db {
-		t.Errorf("txDB(ended tx) = %p; want %p", got, db)
+	scoped := context.WithValue(ctx, xactScopeKey{}, &xactScope{tx: tx, owned: true, form: sqltext.Params})
+	tests := []struct {
+		name string
+		ctx  context.Context
+		tx   *sql.Tx
+		want sqltext.Form
+	}{
+		{"CallersTx", ctx, tx, sqltext.Inline},
+		{"ScopesTx", scoped, tx, sqltext.Params},
+		{"AnotherTxInAScope", scoped, other, sqltext.Inline},
+		{"NewTxContext", NewTxContext(ctx, tx), tx, sqltext.Inline},
+		{"NilTx", scoped, nil, sqltext.Inline},
 	}
-	if got := txDB(nil); got != nil {
-		t.Errorf("txDB(nil) = %p; want nil", got)
-	}
-	if err := mock.ExpectationsWereMet(); err != nil {
-		t.Error(err)
-	}
-}
-
-// BenchmarkTxForm measures what finding a caller's transaction's form
-// costs on each call: no allocation, a few nanoseconds.
-func BenchmarkTxForm(b *testing.B) {
-	db, mock, err := sqlmock.New()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
-	mock.ExpectBegin()
-	ctx := context.Background()
-	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if TxForm(tx) != sqltext.Inline {
-			b.Fatal("not Inline")
+	for _, tt := range tests {
+		if got := TxForm(tt.ctx, tt.tx); got != tt.want {
+			t.Errorf("%s: TxForm = %v; want %v", tt.name, got, tt.want)
 		}
 	}
 }

@@ -21,7 +21,7 @@ import (
 // panic in fn releases the lock before the panic goes on, whenever the
 // session still answers.
 func Session(ctx context.Context, conn *sql.Conn, key sqltext.Key, fn func(context.Context, *sql.Conn) error, o *Options, owned bool) error {
-	form := ConnForm(conn)
+	form := ConnForm(conn) // conn's driver, through Raw: a scope's conn and a caller's alike
 	op := o.LockOp(false)
 	acquired, err := Take(ctx, o.Observed(), conn, op, []sqltext.Key{key}, o, form)
 	if err == nil && o.Try && !acquired {

@@ -11,14 +11,17 @@ import (
 )
 
 // Xact runs a transaction scope on tx, which it takes over: it takes key
-// as o says, in the form tx's driver runs fastest ([TxForm]), waiting as
-// [XactTake] says (owned: the scope began tx, with o.TxOpts, and nothing
-// has run in it), runs fn with
-// a context that carries the scope (for [TxFromContext] and
-// [CommitEarly]), and commits if fn returns nil, or rolls back otherwise.
-// Nothing is committed once ctx has ended. A panic in fn rolls back before
-// it goes on.
-func Xact(ctx context.Context, tx *sql.Tx, owned bool, key sqltext.Key, fn func(context.Context, *sql.Tx) error, o *Options) error {
+// as o says, in form f, waiting as [XactTake] says (owned: the scope
+// began tx, with o.TxOpts, and nothing has run in it), runs fn with a
+// context that carries the scope (for [TxFromContext], [CommitEarly], and
+// [TxForm], which gives the lock calls fn makes on tx form f too), and
+// commits if fn returns nil, or rolls back otherwise. Nothing is committed
+// once ctx has ended. A panic in fn rolls back before it goes on.
+//
+// A scope that began tx on a *sql.DB passes that *sql.DB's form
+// ([DBForm]); one that took over a transaction the caller began passes
+// [TxForm]'s, which is Inline unless the transaction is an outer scope's.
+func Xact(ctx context.Context, tx *sql.Tx, owned bool, key sqltext.Key, fn func(context.Context, *sql.Tx) error, o *Options, f sqltext.Form) error {
 	finished := false
 	defer func() {
 		// fn panicked or called runtime.Goexit: the panic goes on, with
@@ -29,7 +32,7 @@ func Xact(ctx context.Context, tx *sql.Tx, owned bool, key sqltext.Key, fn func(
 	}()
 
 	op := o.LockOp(true)
-	acquired, err := XactTake(ctx, o.Observed(), tx, owned, op, []sqltext.Key{key}, o, TxForm(tx))
+	acquired, err := XactTake(ctx, o.Observed(), tx, owned, op, []sqltext.Key{key}, o, f)
 	if err == nil && o.Try && !acquired {
 		err = FailKind(op, key.String(), ErrNotAcquired, nil)
 	}
@@ -38,7 +41,7 @@ func Xact(ctx context.Context, tx *sql.Tx, owned bool, key sqltext.Key, fn func(
 		return Join(err, Rollback(tx))
 	}
 
-	s := &xactScope{tx: tx, owned: true}
+	s := &xactScope{tx: tx, owned: true, form: f}
 	err = fn(context.WithValue(ctx, xactScopeKey{}, s), tx)
 	finished = true
 	err = end(ctx, tx, s, err)
@@ -87,10 +90,11 @@ func Rollback(tx *sql.Tx) error {
 }
 
 // xactScope is what a transaction scope keeps in its fn's context: the
-// transaction, and whether fn committed it early.
+// transaction, its form, and whether fn committed it early.
 type xactScope struct {
 	tx    *sql.Tx
-	owned bool // made by a scope, which reads the outcome
+	owned bool         // made by a scope, which reads the outcome
+	form  sqltext.Form // the form of the lock calls on tx ([TxForm])
 
 	mu        sync.Mutex
 	committed bool  // CommitEarly ran
