@@ -169,12 +169,13 @@ func failover(ctx context.Context, t *testing.T, p *pgtest.Pair) map[string]time
 		case <-time.After(bound - time.Since(crash)):
 			t.Fatalf("%s: the lease on the killed primary was not lost within %v", d, bound)
 		}
-		lmu.Lock()
-		for lostAt[d].IsZero() { // the AfterFunc runs a moment after Done
-			lmu.Unlock()
-			time.Sleep(time.Millisecond)
+		// The AfterFunc runs a moment after Done.
+		pgtest.Await(t, d+": the lease's AfterFunc", func() (bool, error) {
 			lmu.Lock()
-		}
+			defer lmu.Unlock()
+			return !lostAt[d].IsZero(), nil
+		})
+		lmu.Lock()
 		lostAfter[d] = lostAt[d].Sub(crash)
 		lmu.Unlock()
 		if !errors.Is(l.Err(), advisory.ErrLockLost) {

@@ -27,10 +27,6 @@ const frozenDeadline = 2 * time.Second
 // fails the test instead of hanging it.
 const frozenValve = 30 * time.Second
 
-// frozenCloseWait is how long a test waits, after a call on a frozen
-// session returned, for the client to close the session's connection.
-const frozenCloseWait = 5 * time.Second
-
 // frozenCase is one call on a session that stops answering.
 type frozenCase struct {
 	name string
@@ -301,11 +297,8 @@ func (r *frozenRun) check(t *testing.T, tg pgtest.Target) {
 	// its connection closed at once, but drains it for up to 15 s before
 	// it closes the socket (pgconn's asyncClose), unless the library
 	// discards the session; on pgx only the thaw below tells.
-	for end := time.Now().Add(frozenCloseWait); tg.Driver == pgtest.DriverPQ && r.gate.Held() > 0 && time.Now().Before(end); {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := r.gate.Held(); tg.Driver == pgtest.DriverPQ && n > 0 {
-		t.Errorf("%s: %d frozen connections still open %v after the call returned", name, n, frozenCloseWait)
+	if tg.Driver == pgtest.DriverPQ {
+		pgtest.Await(t, name+": the frozen connections to close", func() (bool, error) { return r.gate.Held() == 0, nil })
 	}
 	r.gate.Thaw()
 	pgtest.AwaitFree(t, tg.DB, r.key)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -27,6 +28,27 @@ func pgLeasePID(t *testing.T, db *sql.DB, key advisory.Key) int {
 	return 0
 }
 
+// awaitBeats waits until each of ls has been proved by n more heartbeats
+// than when it was called, or has been lost, which ends its heartbeats;
+// the caller then checks l.Err. A test that lets leases live through
+// heartbeats waits for the heartbeats with it, however late a loaded
+// machine makes them, instead of sleeping for some intervals.
+func awaitBeats(t *testing.T, n int64, ls ...*advisory.Lease) {
+	t.Helper()
+	start := make([]int64, len(ls))
+	for i, l := range ls {
+		start[i] = advisory.Beats(l)
+	}
+	pgtest.Await(t, fmt.Sprintf("%d heartbeats of %d leases", n, len(ls)), func() (bool, error) {
+		for i, l := range ls {
+			if advisory.Beats(l)-start[i] < n && l.Err() == nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
 func TestLeaseIntegration(t *testing.T) {
 	pgtest.EachDriver(t, pgAllDrivers, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
@@ -46,7 +68,7 @@ func TestLeaseIntegration(t *testing.T) {
 			if ok, err := advisory.TryLock(ctx, other, key); ok || err != nil {
 				t.Fatalf("TryLock while leased = %v, %v", ok, err)
 			}
-			time.Sleep(200 * time.Millisecond) // a few heartbeats
+			awaitBeats(t, 3, l)
 			if err := l.Err(); err != nil {
 				t.Fatalf("lease lost while held: %v", err)
 			}
@@ -93,7 +115,7 @@ func TestLeaseIntegration(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(100 * time.Millisecond)
+			awaitBeats(t, 2, a, b)
 			if a.Err() != nil || b.Err() != nil {
 				t.Fatalf("shared leases lost: %v, %v", a.Err(), b.Err())
 			}
@@ -167,14 +189,14 @@ func TestLeaseIntegration(t *testing.T) {
 				t.Fatalf("Release after loss = %v; want ErrLockLost", err)
 			}
 			// The observer hears of the loss right after Done closes.
-			err = pgtest.Poll(time.Millisecond, func() (bool, error) {
+			pgtest.Await(t, "the observer to hear of the loss", func() (bool, error) {
 				rec.mu.Lock()
 				defer rec.mu.Unlock()
 				return len(rec.losses) > 0, nil
 			})
 			rec.mu.Lock()
-			if err != nil || len(rec.acquires) != 1 || len(rec.losses) != 1 || rec.losses[0].Cause == nil {
-				t.Errorf("observed %d acquisitions and losses %+v (%v); want one of each, with a cause", len(rec.acquires), rec.losses, err)
+			if len(rec.acquires) != 1 || len(rec.losses) != 1 || rec.losses[0].Cause == nil {
+				t.Errorf("observed %d acquisitions and losses %+v; want one of each, with a cause", len(rec.acquires), rec.losses)
 			}
 			rec.mu.Unlock()
 			pgtest.AwaitFree(t, tg.DB, key)

@@ -156,8 +156,8 @@ func (c poolerCount) String() string {
 }
 
 // poolerRun runs one competition for key: the holder takes a lease
-// through dbA and keeps it for a heartbeat and a half; then the rival
-// takes the key through dbB.
+// through dbA and keeps it through a heartbeat; then the rival takes the
+// key through dbB.
 func poolerRun(t *testing.T, h poolerHolder, r poolerRival, key advisory.Key, dbA, dbB *sql.DB, c *poolerCount) {
 	t.Helper()
 	ctx := context.Background()
@@ -174,7 +174,7 @@ func poolerRun(t *testing.T, h poolerHolder, r poolerRival, key advisory.Key, db
 		t.Fatalf("holder %s: Acquire(%s) = %v; want success or the pooler error", h.name, key, err)
 	}
 	defer end()
-	time.Sleep(poolerHeartbeat + poolerHeartbeat/2)
+	awaitBeats(t, 1, la)
 	if la.Err() != nil {
 		c.lostAlone++
 		return

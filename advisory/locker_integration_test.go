@@ -65,7 +65,7 @@ func TestLockerIntegration(t *testing.T) {
 			if ok, err := advisory.TryLock(ctx, other, key); ok || err != nil {
 				t.Fatalf("TryLock while leased = %v, %v (lease Err %v)", ok, err, l.Err())
 			}
-			time.Sleep(1200 * time.Millisecond) // a few heartbeats
+			awaitBeats(t, 2, l)
 			if err := l.Err(); err != nil {
 				t.Fatalf("lease lost while held: %v", err)
 			}

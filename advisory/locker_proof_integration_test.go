@@ -81,7 +81,7 @@ func TestLockerTenThousandKeysIntegration(t *testing.T) {
 						t.Fatalf("%d locks on %d backends; want %d on at most %d", locks, backends, manyKeys, manyConns)
 					}
 					// A few heartbeats, each proving 2,500 leases.
-					time.Sleep(7 * time.Second)
+					awaitBeats(t, 2, ls...)
 					for _, l := range ls {
 						if err := l.Err(); err != nil {
 							t.Fatalf("lease on %s lost while held: %v", l.Key(), err)
@@ -156,7 +156,13 @@ func TestLockerLossIntegration(t *testing.T) {
 			got.add(slowest)
 			// The others live on, through several heartbeats, and
 			// new acquisitions work.
-			time.Sleep(3 * lockerLossHeartbeat)
+			var others []*advisory.Lease
+			for pid, pls := range byPID {
+				if pid != victim {
+					others = append(others, pls...)
+				}
+			}
+			awaitBeats(t, 3, others...)
 			for pid, pls := range byPID {
 				if pid == victim {
 					continue

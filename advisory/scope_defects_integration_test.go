@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -36,12 +37,9 @@ var sessionScopeKinds = []struct {
 func pgTakeOver(t *testing.T, obs *sql.DB, other *sql.Conn, pid int, key advisory.Key) {
 	t.Helper()
 	pgtest.Exec(t, obs, "SELECT pg_terminate_backend($1)", pid)
-	err := pgtest.Poll(2*time.Millisecond, func() (bool, error) {
+	pgtest.Await(t, fmt.Sprintf("another session to take %s after backend %d was terminated", key, pid), func() (bool, error) {
 		return advisory.TryLock(context.Background(), other, key)
 	})
-	if err != nil {
-		t.Fatalf("no other session could take %s after backend %d was terminated: %v", key, pid, err)
-	}
 }
 
 // TestSessionScopeLockLostIntegration: a scope whose backend was

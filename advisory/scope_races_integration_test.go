@@ -66,9 +66,7 @@ func TestSessionScopeHeartbeatCtxEndsIntegration(t *testing.T) {
 				return nil
 			}, advisory.Heartbeat(time.Hour))
 			pgtest.AwaitFree(t, tg.DB, key)
-			if err := pgtest.Poll(time.Millisecond, func() (bool, error) { return db.Stats().InUse == 0, nil }); err != nil {
-				t.Fatalf("%d connections still in use after the scope returned: %v", db.Stats().InUse, err)
-			}
+			pgtest.Await(t, "every connection back in the pool after the scope returned", func() (bool, error) { return db.Stats().InUse == 0, nil })
 		}
 	})
 }

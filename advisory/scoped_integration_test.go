@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -282,13 +283,10 @@ var pgScopes = []pgScope{
 		afterEndedWait: func(t *testing.T, obs *sql.DB, pid int, waited bool) {
 			t.Helper()
 			// Whatever became of the waiter's session, it holds nothing.
-			err := pgtest.Poll(5*time.Millisecond, func() (bool, error) {
+			pgtest.Await(t, fmt.Sprintf("the waiter %d (seen waiting: %v) to hold no advisory lock", pid, waited), func() (bool, error) {
 				locks, err := pgQueryLocksOfPID(context.Background(), obs, pid)
 				return len(locks) == 0, err
 			})
-			if err != nil {
-				t.Fatalf("the waiter %d (seen waiting: %v) keeps advisory locks: %v", pid, waited, err)
-			}
 		},
 	},
 	{

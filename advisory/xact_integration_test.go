@@ -4,8 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"testing"
-	"time"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/pgtest"
@@ -152,13 +152,10 @@ func TestXactLockCancelIntegration(t *testing.T) {
 				}
 				// Whatever the driver did with the session, it ends up
 				// holding nothing.
-				err = pgtest.Poll(5*time.Millisecond, func() (bool, error) {
+				pgtest.Await(t, fmt.Sprintf("backend %d to hold no advisory lock after the rollback", pid), func() (bool, error) {
 					locks, err := pgQueryLocksOfPID(context.Background(), tg.DB, pid)
 					return len(locks) == 0, err
 				})
-				if err != nil {
-					t.Fatalf("backend %d keeps advisory locks after the rollback: %v", pid, err)
-				}
 				pgtest.AwaitFree(t, tg.DB, k)
 			})
 		}
