@@ -13,6 +13,7 @@ import (
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 	"github.com/pgadvisory/pgadvisory/mock"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // TestXactLockContextEnded checks the answers to a request whose context
@@ -84,9 +85,9 @@ func TestXactLockCancelledWhileLocking(t *testing.T) {
 	}()
 	// The lock statement is running once the only expectation left unmet
 	// is the rollback.
-	eventually(t, func() bool {
+	pgtest.Await(t, "the lock statement to run", func() (bool, error) {
 		err := m.ExpectationsWereMet()
-		return err != nil && strings.Contains(err.Error(), "Rollback")
+		return err != nil && strings.Contains(err.Error(), "Rollback"), nil
 	})
 	cancel()
 	<-done
@@ -94,7 +95,7 @@ func TestXactLockCancelledWhileLocking(t *testing.T) {
 		t.Errorf("error handler got %v, want context.Canceled", err)
 	}
 	// database/sql may roll back in its own goroutine.
-	eventually(t, func() bool { return m.ExpectationsWereMet() == nil })
+	pgtest.Await(t, "database/sql's rollback", func() (bool, error) { return m.ExpectationsWereMet() == nil, nil })
 }
 
 // endingCtx is a context that reports its end through Err once end is
@@ -143,17 +144,5 @@ func TestXactLockClientGoneMidHandler(t *testing.T) {
 	}
 	if spy.Code != httplock.StatusClientClosedRequest || spy.atWrite != nil {
 		t.Errorf("status %d; expectations at the first write: %v", spy.Code, spy.atWrite)
-	}
-}
-
-// eventually waits until cond holds, failing the test after a minute.
-func eventually(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition never held")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
