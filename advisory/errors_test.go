@@ -24,7 +24,7 @@ func TestEngineReportsAdvisoryErrors(t *testing.T) {
 		{"LockLost", advisory.ErrLockLost, scope.ErrLockLost},
 		{"LockTableFull", advisory.ErrLockTableFull, scope.ErrLockTableFull},
 		{"Standby", advisory.ErrStandby, scope.ErrStandby},
-		{"SharedSession", advisory.ErrSharedSession, scope.ErrPooler},
+		{"SharedSession", advisory.ErrSharedSession, scope.ErrSharedSession},
 		{"UnsupportedEngine", advisory.ErrUnsupportedEngine, scope.ErrUnsupportedEngine},
 		{"LockerClosed", advisory.ErrLockerClosed, scope.ErrLockerClosed},
 		{"BadOption", advisory.ErrBadOption, scope.ErrBadOption},

@@ -60,7 +60,7 @@ func isEnded(err error) bool {
 
 // isPooler reports whether err is the refusal of a shared session.
 func isPooler(err error) bool {
-	return errors.Is(err, scope.ErrPooler) && strings.Contains(err.Error(), "the session is shared")
+	return errors.Is(err, scope.ErrSharedSession) && strings.Contains(err.Error(), "the session is shared")
 }
 
 // A poolerHolder takes a lease on key through the pooler: a lease of its

@@ -220,7 +220,7 @@ func (s *Semaphore) try(ctx context.Context, conn *sql.Conn, ms int64) (l *advis
 	case err == nil && o == sqltext.SlotStandby:
 		return nil, true, fmt.Errorf("semaphore: %w", scope.FailKind("try the slots", s.base.String(), scope.ErrStandby, nil))
 	case err == nil && o == sqltext.SlotShared:
-		return nil, true, fmt.Errorf("semaphore: %w", scope.FailKind("try the slots", s.base.String(), scope.ErrPooler, errMarked))
+		return nil, true, fmt.Errorf("semaphore: %w", scope.FailKind("try the slots", s.base.String(), scope.ErrSharedSession, errMarked))
 	case err != nil && ctx.Err() == nil && scope.SQLState(err) == "55P03":
 		// The wait ran out: the statement holds nothing, and the
 		// session is as it was.

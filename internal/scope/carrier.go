@@ -86,7 +86,7 @@ func (m *Mux) openCarrierOnce(ctx context.Context) (*carrier, error) {
 	c.mark = mark.Int64
 	switch {
 	case pooledStatement(err):
-		err = FailKind("lease", "", ErrPooler, err)
+		err = FailKind("lease", "", ErrSharedSession, err)
 	case err != nil:
 		err = Fail(ctx, "lease", "", err)
 	case standby:
@@ -94,7 +94,7 @@ func (m *Mux) openCarrierOnce(ctx context.Context) (*carrier, error) {
 	case !mark.Valid:
 		// The session bears another lease's mark: behind a transaction
 		// pooler, another client's lease holds its locks there.
-		err = FailKind("lease", "", ErrPooler, errForeignMark)
+		err = FailKind("lease", "", ErrSharedSession, errForeignMark)
 	}
 	if err != nil {
 		Discard(conn)
@@ -301,7 +301,7 @@ func (c *carrier) beat() {
 	var lost []*MuxLease
 	switch {
 	case err == nil && n < 0:
-		c.lose(FailKind("heartbeat", "", ErrPooler, errElsewhere))
+		c.lose(FailKind("heartbeat", "", ErrSharedSession, errElsewhere))
 	case err != nil:
 		c.lose(fmt.Errorf("heartbeat: %w", err))
 	case n == 0 && len(c.locks) > 0:

@@ -14,7 +14,7 @@ import (
 // documentation shows them as they are, and hands them to the engine with
 // [UseErrors] as it initializes. These are the engine's until then, with
 // the same messages: only the engine's own tests, which do not import
-// advisory, see them. ErrStandby and ErrPooler are in lease.go,
+// advisory, see them. ErrStandby and ErrSharedSession are in lease.go,
 // ErrUnsupportedEngine in engine.go, ErrLockerClosed in mux.go,
 // ErrBadOption in options.go.
 var (
@@ -58,7 +58,7 @@ func UseErrors(e Errors) {
 	use(&ErrLockLost, e.LockLost)
 	use(&ErrLockTableFull, e.LockTableFull)
 	use(&ErrStandby, e.Standby)
-	use(&ErrPooler, e.SharedSession)
+	use(&ErrSharedSession, e.SharedSession)
 	use(&ErrUnsupportedEngine, e.UnsupportedEngine)
 	use(&ErrLockerClosed, e.LockerClosed)
 	use(&errLockerClosed, e.LockerClosed) // a closed Mux's leases' cause, the same value
@@ -164,8 +164,8 @@ func FailWait(ctx context.Context, op, keys string, err error) error {
 	case ErrStandby:
 		// The server's error is the check's device, not its news.
 		return FailKind(op, keys, ErrStandby, nil)
-	case ErrPooler:
-		return FailKind(op, keys, ErrPooler, errForeignMark)
+	case ErrSharedSession:
+		return FailKind(op, keys, ErrSharedSession, errForeignMark)
 	}
 	if SQLState(err) == "57014" && ctx.Err() == nil {
 		return FailKind(op, keys, ErrLockTimeout, err)

@@ -10,7 +10,7 @@ import (
 
 // TestFailWaitRefusal: a lock statement that the server refused (its check
 // raised the refusal's SQLSTATE before it took anything, see
-// internal/sqltext's guard.go) fails with ErrStandby or ErrPooler, whose
+// internal/sqltext's guard.go) fails with ErrStandby or ErrSharedSession, whose
 // message names the refusal and not the server's error; other failures
 // keep the server's error.
 func TestFailWaitRefusal(t *testing.T) {
@@ -27,8 +27,8 @@ func TestFailWaitRefusal(t *testing.T) {
 	}{
 		{name: "Standby", err: &waitErr{sqltext.StandbyState}, want: ErrStandby,
 			wantMsg: "advisory: lock 42: " + ErrStandby.Error()[len("advisory: "):]},
-		{name: "SharedSession", err: &waitErr{sqltext.SharedState}, want: ErrPooler,
-			wantMsg: "advisory: lock 42: " + ErrPooler.Error()[len("advisory: "):] + ": " + errForeignMark.Error()},
+		{name: "SharedSession", err: &waitErr{sqltext.SharedState}, want: ErrSharedSession,
+			wantMsg: "advisory: lock 42: " + ErrSharedSession.Error()[len("advisory: "):] + ": " + errForeignMark.Error()},
 		// A refusal is the server's answer, whatever ctx did since.
 		{name: "StandbyAsCtxEnds", ctx: cancelled, err: &waitErr{sqltext.StandbyState}, want: ErrStandby},
 		{name: "OtherState", err: &waitErr{"40P01"}, want: ErrDeadlock, wraps: true},
@@ -63,7 +63,7 @@ func TestRefusal(t *testing.T) {
 		want error
 	}{
 		{&waitErr{sqltext.StandbyState}, ErrStandby},
-		{&waitErr{sqltext.SharedState}, ErrPooler},
+		{&waitErr{sqltext.SharedState}, ErrSharedSession},
 		{&waitErr{"55P03"}, nil},
 		{errors.New("connection reset"), nil},
 		{nil, nil},

@@ -73,19 +73,19 @@ func TxGuard(ctx context.Context) sqltext.Guard {
 }
 
 // refusal returns the refusal that err, a lock statement's failure,
-// reports (see internal/sqltext's guard.go): ErrStandby, ErrPooler, or
+// reports (see internal/sqltext's guard.go): ErrStandby, ErrSharedSession, or
 // nil for any other failure.
 func refusal(err error) error {
 	switch SQLState(err) {
 	case sqltext.StandbyState:
 		return ErrStandby
 	case sqltext.SharedState:
-		return ErrPooler
+		return ErrSharedSession
 	}
 	return nil
 }
 
-// errForeignMark is the cause of ErrPooler when a lock call found another
+// errForeignMark is the cause of ErrSharedSession when a lock call found another
 // lease's mark on its session.
 var errForeignMark = errors.New("the session bears the mark of a lease that another client holds on it")
 

@@ -19,7 +19,7 @@ const DefaultHeartbeat = 5 * time.Second
 // Errors a lease's start reports.
 var (
 	ErrStandby = errors.New("advisory: the server is a hot standby, where advisory locks coordinate nothing with the primary")
-	ErrPooler  = errors.New("advisory: the session is shared: a transaction pooler (such as PgBouncer in transaction mode) sits between the client and the server, and session locks cannot work through it")
+	ErrSharedSession  = errors.New("advisory: the session is shared: a transaction pooler (such as PgBouncer in transaction mode) sits between the client and the server, and session locks cannot work through it")
 )
 
 // errReleased is the cause of a released lease's context.
@@ -89,7 +89,7 @@ func StartLease(ctx context.Context, conn *sql.Conn, key sqltext.Key, o *Options
 	}
 	switch {
 	case pooledStatement(err):
-		err = FailKind("lease", key.String(), ErrPooler, err)
+		err = FailKind("lease", key.String(), ErrSharedSession, err)
 	case err != nil:
 		err = Fail(ctx, "lease", key.String(), err)
 	case standby:
@@ -101,7 +101,7 @@ func StartLease(ctx context.Context, conn *sql.Conn, key sqltext.Key, o *Options
 		// cannot name, where no heartbeat would ever find it: undo it
 		// there, if a statement reaches it.
 		l.unknownReclaim(ctx)
-		err = FailKind("lease", key.String(), ErrPooler, nil)
+		err = FailKind("lease", key.String(), ErrSharedSession, nil)
 	}
 	if err != nil {
 		l.discard()
@@ -212,7 +212,7 @@ func (l *Lease) beat() error {
 	case err != nil:
 		return err
 	case n == sqltext.HoldsElsewhere:
-		return FailKind("heartbeat", l.key.String(), ErrPooler, errElsewhere)
+		return FailKind("heartbeat", l.key.String(), ErrSharedSession, errElsewhere)
 	case n != 1:
 		return errors.New("heartbeat: the session no longer holds the lock")
 	}

@@ -145,8 +145,8 @@ func (m *Mux) acquire(ctx context.Context, key sqltext.Key, o *Options, op strin
 		case errors.Is(err, errCarrierLost):
 			// The carrier was lost before the statement or under it;
 			// nothing was taken. Take another.
-			if errors.Is(err, ErrPooler) {
-				err = FailKind("lease", key.String(), ErrPooler, nil)
+			if errors.Is(err, ErrSharedSession) {
+				err = FailKind("lease", key.String(), ErrSharedSession, nil)
 			} else if lostCarriers++; lostCarriers < BadConnTries {
 				err = nil
 			} else {

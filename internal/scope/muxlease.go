@@ -86,7 +86,7 @@ func (c *carrier) tryStatement(key sqltext.Key, o *Options, op string) (taken bo
 	switch {
 	case err == nil, errors.Is(err, errCarrierLost):
 	case pooledStatement(err):
-		err = FailKind("lease", key.String(), ErrPooler, err)
+		err = FailKind("lease", key.String(), ErrSharedSession, err)
 		c.lose(err)
 		err = fmt.Errorf("%w: %w", errCarrierLost, err)
 	case survives(err):
@@ -117,7 +117,7 @@ func (c *carrier) tryOnce(key sqltext.Key, o *Options) (taken bool, token int64,
 		return err
 	})
 	if err == nil && !ours {
-		err = FailKind("lease", key.String(), ErrPooler, errElsewhere)
+		err = FailKind("lease", key.String(), ErrSharedSession, errElsewhere)
 		c.lose(err)
 		err = fmt.Errorf("%w: %w", errCarrierLost, err)
 	}
@@ -135,7 +135,7 @@ func (c *carrier) unlock(key sqltext.Key, shared bool) error {
 	})
 	switch {
 	case err == nil && n == sqltext.HoldsElsewhere:
-		err = FailKind("unlock", key.String(), ErrPooler, errElsewhere)
+		err = FailKind("unlock", key.String(), ErrSharedSession, errElsewhere)
 	case err == nil && n != 1:
 		err = FailKind("unlock", key.String(), ErrNotHeld, nil)
 	}
