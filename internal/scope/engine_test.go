@@ -8,12 +8,12 @@ import (
 	"runtime"
 	"sync"
 	"testing"
-	"time"
 	"weak"
 
 	"github.com/DATA-DOG/go-sqlmock"
 
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 func TestClassify(t *testing.T) {
@@ -223,14 +223,10 @@ func TestEngineForgotten(t *testing.T) {
 	if !kept() {
 		t.Fatal("no entry for the database or its connection after a check")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for kept() {
-		if time.Now().After(deadline) {
-			t.Fatal("the entries for a closed database and its connection are still kept 10 s later")
-		}
+	pgtest.Await(t, "the entries for a closed database and its connection to go", func() (bool, error) {
 		runtime.GC()
-		time.Sleep(10 * time.Millisecond)
-	}
+		return !kept(), nil
+	})
 }
 
 // stateError is a server's error with a SQLSTATE.

@@ -11,6 +11,7 @@ import (
 	"github.com/DATA-DOG/go-sqlmock"
 
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 func newMock(t *testing.T) (*Mux, sqlmock.Sqlmock, func()) {
@@ -50,14 +51,13 @@ func TestMuxCloseSendsNothingAfterItsRelease(t *testing.T) {
 	}
 	closed := make(chan error)
 	go func() { closed <- mx.Close(ctx) }()
-	time.Sleep(30 * time.Millisecond) // Close holds the turn in UnlockAll
+	awaitTurnHeld(t, c) // by Close, in UnlockAll
 	type res struct {
 		l   *MuxLease
 		err error
 	}
 	tried := make(chan res)
 	go func() { l, err := c.try(ctx, k2, &Options{}, "lock", nil); tried <- res{l, err} }()
-	time.Sleep(150 * time.Millisecond)
 	r := <-tried
 	t.Logf("Close: %v; try: lease=%v err=%v", <-closed, r.l != nil, r.err)
 	if err := m.ExpectationsWereMet(); err == nil {
@@ -65,17 +65,28 @@ func TestMuxCloseSendsNothingAfterItsRelease(t *testing.T) {
 	}
 }
 
+// awaitTurnHeld waits until a statement holds c's turn.
+func awaitTurnHeld(t *testing.T, c *carrier) {
+	t.Helper()
+	pgtest.Await(t, "a statement to hold the carrier's turn", func() (bool, error) { return len(c.turn) == 1, nil })
+}
+
 // Release of a lease whose carrier is being lost must report the loss,
 // even while the observer is still hearing of the other losses.
 type slowLost struct {
-	once  sync.Once
-	first chan struct{}
+	once     sync.Once
+	first    chan struct{}
+	finished chan struct{} // closed when the slow observation has ended
 }
 
 func (h *slowLost) Acquired(context.Context, string, []sqltext.Key, time.Duration, bool, error) {}
 func (h *slowLost) Released(context.Context, string, []sqltext.Key, error)                      {}
 func (h *slowLost) Lost(context.Context, sqltext.Key, error) {
-	h.once.Do(func() { close(h.first); time.Sleep(300 * time.Millisecond) })
+	h.once.Do(func() {
+		close(h.first)
+		time.Sleep(300 * time.Millisecond)
+		close(h.finished)
+	})
 }
 
 func TestMuxReleaseOfALostLeaseReportsTheLoss(t *testing.T) {
@@ -86,7 +97,7 @@ func TestMuxReleaseOfALostLeaseReportsTheLoss(t *testing.T) {
 	defer db.Close()
 	m.ExpectQuery(sqltext.CarrierStart).WillReturnRows(
 		sqlmock.NewRows([]string{"pid", "standby", "mark"}).AddRow(int64(7), false, int64(9)))
-	h := &slowLost{first: make(chan struct{})}
+	h := &slowLost{first: make(chan struct{}), finished: make(chan struct{})}
 	mx := NewMux(db, 1, 200*time.Millisecond, h)
 	ctx := context.Background()
 	var ls []*MuxLease
@@ -109,7 +120,7 @@ func TestMuxReleaseOfALostLeaseReportsTheLoss(t *testing.T) {
 			nils.Add(1)
 		}
 	}
-	time.Sleep(400 * time.Millisecond)
+	<-h.finished
 	for _, l := range ls {
 		t.Logf("Release=%v Err=%v", l.Release(ctx), l.Err())
 	}
@@ -130,7 +141,10 @@ func TestMuxCloseTwice(t *testing.T) {
 	}
 	m.ExpectExec(sqltext.CarrierRelease(7, 9)).WillDelayFor(100 * time.Millisecond).WillReturnResult(sqlmock.NewResult(0, 1))
 	go mx.Close(ctx)
-	time.Sleep(30 * time.Millisecond)
+	mx.mu.Lock()
+	c := mx.carriers[0]
+	mx.mu.Unlock()
+	awaitTurnHeld(t, c) // by the first Close, in UnlockAll
 	defer func() {
 		if r := recover(); r != nil {
 			t.Errorf("a panic on the second Close: %v", r)
