@@ -139,7 +139,7 @@ func waitOrder(b *testing.B, db *sql.DB, library bool, hold time.Duration, hando
 // awaitWaiters returns once n sessions wait for key.
 func awaitWaiters(b *testing.B, db *sql.DB, key int64, n int) {
 	b.Helper()
-	err := pgtest.Poll(time.Millisecond, func() (bool, error) {
+	pgtest.Await(b, fmt.Sprintf("%d waiters to queue", n), func() (bool, error) {
 		locks, err := pgtest.LocksOf(context.Background(), db, advisory.Int64Key(key))
 		waiting := 0
 		for _, l := range locks {
@@ -149,7 +149,4 @@ func awaitWaiters(b *testing.B, db *sql.DB, key int64, n int) {
 		}
 		return waiting >= n, err
 	})
-	if err != nil {
-		b.Fatalf("%d waiters did not queue: %v", n, err)
-	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgadvisory/pgadvisory/pgtest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -41,19 +42,12 @@ func startRedis(tb testing.TB) *redis.Client {
 	})
 	client := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port)})
 	tb.Cleanup(func() { _ = client.Close() })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	pgtest.Await(tb, fmt.Sprintf("redis-server on port %d to answer", port), func() (bool, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := client.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return client
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("bench: redis-server on port %d did not answer within 10s: %v", port, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		defer cancel()
+		return client.Ping(ctx).Err() == nil, nil
+	})
+	return client
 }
 
 // freePort returns a loopback port that was free a moment ago.
