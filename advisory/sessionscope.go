@@ -66,11 +66,7 @@ func WithSessionLock(ctx context.Context, db *sql.DB, key Key, fn func(ctx conte
 	if err != nil {
 		return err
 	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return scope.Fail(ctx, "connect", "", err)
-	}
-	return scope.Session(ctx, conn, key.sql(), fn, &o, true)
+	return scope.WithSession(ctx, scope.DBPool{Pool: db}, key.sql(), fn, &o)
 }
 
 // WithSessionLockConn is [WithSessionLock] for a connection the caller

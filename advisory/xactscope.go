@@ -51,12 +51,7 @@ func WithXactLock(ctx context.Context, db *sql.DB, key Key, fn func(ctx context.
 	if err != nil {
 		return err
 	}
-	tx, end, err := scope.BeginTx(ctx, db, o.TxOpts)
-	if err != nil {
-		return scope.FailBegin(ctx, key.sql().String(), err)
-	}
-	defer end()
-	return scope.Xact(ctx, tx, true, key.sql(), fn, &o, scope.DBForm(db))
+	return scope.WithXact(ctx, scope.DBPool{Pool: db}, key.sql(), fn, &o)
 }
 
 // WithXactLockTx is [WithXactLock] for a transaction the caller has

@@ -18,9 +18,12 @@ var (
 )
 
 // WithXactLock is [advisory.WithXactLock] for a *sqlx.DB: fn receives the
-// *sqlx.Tx that db.BeginTxx builds, with db's driver name, mapper and
-// unsafe flag. The lock, its release at commit or rollback, the options and
-// the errors are advisory's, unchanged.
+// *sqlx.Tx that db.BeginTxx builds (or, where advisory begins on a
+// connection of its own, as on lib/pq, the one that connection's BeginTxx
+// builds), with db's driver name, mapper and unsafe flag. The scope is
+// advisory's, run on db: the lock, its release at commit or rollback, the
+// options, the errors and the bounds on a server that stops answering are
+// the same.
 func WithXactLock(ctx context.Context, db *sqlx.DB, key advisory.Key, fn func(ctx context.Context, tx *sqlx.Tx) error, opts ...advisory.XactOption) error {
 	switch {
 	case db == nil || db.DB == nil:
@@ -32,17 +35,15 @@ func WithXactLock(ctx context.Context, db *sqlx.DB, key advisory.Key, fn func(ct
 	if err != nil {
 		return err
 	}
-	tx, err := db.BeginTxx(ctx, o.TxOpts)
-	if err != nil {
-		return scope.Fail(ctx, "begin", "", err)
-	}
-	return scope.Xact(ctx, tx.Tx, true, sqltext.KeyOf(key), func(ctx context.Context, _ *sql.Tx) error { return fn(ctx, tx) }, &o, scope.DBForm(db.DB))
+	p := &pool{db: db}
+	return scope.WithXact(ctx, p, sqltext.KeyOf(key), func(ctx context.Context, _ *sql.Tx) error { return fn(ctx, p.tx) }, &o)
 }
 
 // WithSessionLock is [advisory.WithSessionLock] for a *sqlx.DB: fn
 // receives the *sqlx.Conn that db.Connx builds, with db's driver name,
-// mapper and unsafe flag. The lock, its release when fn returns, the
-// options (Heartbeat included) and the errors are advisory's, unchanged.
+// mapper and unsafe flag. The scope is advisory's, run on db: the lock,
+// its release when fn returns, the options (Heartbeat included) and the
+// errors are the same.
 func WithSessionLock(ctx context.Context, db *sqlx.DB, key advisory.Key, fn func(ctx context.Context, conn *sqlx.Conn) error, opts ...advisory.SessionOption) error {
 	switch {
 	case db == nil || db.DB == nil:
@@ -54,11 +55,43 @@ func WithSessionLock(ctx context.Context, db *sqlx.DB, key advisory.Key, fn func
 	if err != nil {
 		return err
 	}
-	conn, err := db.Connx(ctx)
+	p := &pool{db: db}
+	return scope.WithSession(ctx, p, sqltext.KeyOf(key), func(ctx context.Context, _ *sql.Conn) error { return fn(ctx, p.conn) }, &o)
+}
+
+// pool hands advisory's scopes the connections and transactions of a
+// *sqlx.DB, and keeps the sqlx values of the last ones it made, which
+// are the ones the scope runs on.
+type pool struct {
+	db   *sqlx.DB
+	conn *sqlx.Conn
+	tx   *sqlx.Tx
+}
+
+func (p *pool) DB() *sql.DB { return p.db.DB }
+
+func (p *pool) Conn(ctx context.Context) (*sql.Conn, error) {
+	c, err := p.db.Connx(ctx)
 	if err != nil {
-		return scope.Fail(ctx, "connect", "", err)
+		return nil, err
 	}
-	// The scope owns conn: it releases every session lock fn took and
-	// closes conn, or discards the session when in doubt.
-	return scope.Session(ctx, conn.Conn, sqltext.KeyOf(key), func(ctx context.Context, _ *sql.Conn) error { return fn(ctx, conn) }, &o, true)
+	p.conn = c
+	return c.Conn, nil
+}
+
+func (p *pool) BeginTx(ctx context.Context, conn *sql.Conn, opts *sql.TxOptions) (*sql.Tx, error) {
+	var (
+		tx  *sqlx.Tx
+		err error
+	)
+	if conn != nil { // from Conn: p.conn is its sqlx value
+		tx, err = p.conn.BeginTxx(ctx, opts)
+	} else {
+		tx, err = p.db.BeginTxx(ctx, opts)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p.tx = tx
+	return tx.Tx, nil
 }

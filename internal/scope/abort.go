@@ -246,7 +246,7 @@ func txDriverConn(tx *sql.Tx) driver.Conn {
 	return *(*driver.Conn)(unsafe.Add(dc, l.ci))
 }
 
-// BeginTx begins a transaction on db as opts say, as db.BeginTx does,
+// BeginTx begins a transaction on p as opts say, as db.BeginTx does,
 // and watches its BEGIN as [Run] watches a statement: lib/pq does not
 // watch ctx while it sends BEGIN, and a backend that does not answer
 // would hold the call however long. On lib/pq the transaction runs on a
@@ -255,19 +255,19 @@ func txDriverConn(tx *sql.Tx) driver.Conn {
 // and must be called once the transaction has ended. A rollback that
 // database/sql began when ctx ended is watched too, from end. Other drivers begin
 // on db itself, and end does nothing.
-func BeginTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions) (tx *sql.Tx, end func(), err error) {
-	if !isPQ(db.Driver()) {
-		tx, err = db.BeginTx(ctx, opts)
+func BeginTx(ctx context.Context, p Pool, opts *sql.TxOptions) (tx *sql.Tx, end func(), err error) {
+	if !isPQ(p.DB().Driver()) {
+		tx, err = p.BeginTx(ctx, nil, opts)
 		return tx, noStop, err
 	}
 	for try := 1; try <= BadConnTries; try++ {
 		var conn *sql.Conn
-		if conn, err = db.Conn(ctx); err != nil {
+		if conn, err = p.Conn(ctx); err != nil {
 			return nil, nil, err
 		}
 		sock := socketOf(conn)
 		stop := watchSocket(ctx, sock)
-		tx, err = conn.BeginTx(ctx, opts)
+		tx, err = p.BeginTx(ctx, conn, opts)
 		stop()
 		if err == nil {
 			// database/sql rolls tx back from a goroutine of its own
