@@ -18,8 +18,8 @@ const DefaultHeartbeat = 5 * time.Second
 
 // Errors a lease's start reports.
 var (
-	ErrStandby = errors.New("advisory: the server is a hot standby, where advisory locks coordinate nothing with the primary")
-	ErrSharedSession  = errors.New("advisory: the session is shared: a transaction pooler (such as PgBouncer in transaction mode) sits between the client and the server, and session locks cannot work through it")
+	ErrStandby       = errors.New("advisory: the server is a hot standby, where advisory locks coordinate nothing with the primary")
+	ErrSharedSession = errors.New("advisory: the session is shared: a transaction pooler (such as PgBouncer in transaction mode) sits between the client and the server, and session locks cannot work through it")
 )
 
 // errReleased is the cause of a released lease's context.
