@@ -27,7 +27,10 @@ import (
 // If ctx ends while fn runs, database/sql rolls the transaction back at
 // once, and the lock ends with it even though fn is still running: fn's
 // database work is undone, but anything else fn does after that runs
-// without the lock. fn should stop when ctx is done. Nothing is committed
+// without the lock. (On pgx the driver closes the connection instead, and
+// the server ends the transaction, and the lock, when it sees the
+// connection gone: a moment after, possibly after WithXactLock returned,
+// so that a retry at once may still find the key held.) fn should stop when ctx is done. Nothing is committed
 // once ctx has ended, by WithXactLock or by [CommitEarly]: the transaction
 // rolls back and the error matches ctx.Err(), even when fn returned nil,
 // since fn's work was undone. ([WithSessionLock], which undoes nothing,
