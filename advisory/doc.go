@@ -63,6 +63,24 @@
 // fail. On other drivers that transaction goes on, and the session ends
 // when it does.
 //
+// # Options
+//
+// Each kind of call has an option type of its own, so that an option that
+// cannot apply to a call does not compile there:
+//
+//	call                                  takes
+//	WithXactLockTx                        LockOption: Try, Wait, WaitSlice, Shared, WithObserver
+//	WithXactLock                          XactOption: a LockOption, or TxOptions
+//	WithSessionLock, WithSessionLockConn  SessionOption: a LockOption, or Heartbeat
+//	Acquire                               LeaseOption: a LockOption, Heartbeat or Fencing
+//	Locker.Acquire                        LockerOption: a LockOption, or Fencing
+//	NewLocker, Watch                      a struct: LockerConfig, WatchConfig
+//
+// A bounded wait is [Wait] everywhere, the transports' and the command's
+// included, and Wait(0) does not wait: it is [Try]. Go converts one option
+// to another kind, not a slice of them, so build a slice of the kind the
+// call takes ([]advisory.XactOption for WithXactLock).
+//
 // # Waiting
 //
 // Every call that waits for a key first tries it: a free key costs one

@@ -7,19 +7,9 @@ import (
 	"github.com/pgadvisory/pgadvisory/internal/scope"
 )
 
-// The option types are sealed interfaces, one per kind of call, so that an
-// option that cannot apply to a call does not compile there:
-//
-//	call                                  takes
-//	WithXactLockTx                        LockOption: Try, Wait, WaitSlice, Shared, WithObserver
-//	WithXactLock                          XactOption: a LockOption, or TxOptions
-//	WithSessionLock, WithSessionLockConn  SessionOption: a LockOption, or Heartbeat
-//	Acquire                               LeaseOption: a LockOption, Heartbeat or Fencing
-//	Locker.Acquire                        LockerOption: a LockOption, or Fencing
-//	Watch, NewLocker                      a struct: WatchConfig, LockerConfig
-//
-// Every option applies to the same unexported settings; the marker
-// methods only say where it may go.
+// The option types are sealed interfaces, one per kind of call (see the
+// package documentation's Options). Every option applies to the same
+// unexported settings; the marker methods only say where it may go.
 
 // An XactOption configures [WithXactLock]: a [LockOption], or [TxOptions].
 type XactOption interface {
