@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -174,15 +173,6 @@ func (r *raceRun) check(waiter *sql.Conn, pid int, lockErr error) error {
 	return nil
 }
 
-// pgArg renders a bigint key for hand-written SQL.
-func pgArg(k advisory.Key) string {
-	v, ok := k.Int64()
-	if !ok {
-		panic("pgArg: pair key " + k.String())
-	}
-	return strconv.FormatInt(v, 10)
-}
-
 // raceRuns returns how many runs a race test makes per server and driver.
 func raceRuns() int {
 	if testing.Short() {
@@ -237,30 +227,6 @@ func runRaces(t *testing.T, tg pgtest.Target, one func(r *raceRun, rnd *mrand.Ra
 	}
 	stats.log(t)
 	pgRequireNoAppLocks(t, tg.DB, app)
-}
-
-// pgRequireNoAppLocks fails t if a session of app still holds an advisory
-// lock once every session that was closed has ended, or if one is idle in
-// a transaction.
-func pgRequireNoAppLocks(t *testing.T, obs *sql.DB, app string) {
-	t.Helper()
-	var last []pgLock
-	err := pgtest.Poll(5*time.Millisecond, func() (bool, error) {
-		locks, err := pgQueryLocksOfApp(context.Background(), obs, app)
-		last = locks
-		return len(locks) == 0, err
-	})
-	if err != nil {
-		t.Fatalf("sessions of the pool still hold advisory locks: %v: %v", last, err)
-	}
-	var idleInTx int
-	if err := obs.QueryRowContext(context.Background(),
-		"SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND state LIKE 'idle in transaction%'", app).Scan(&idleInTx); err != nil {
-		t.Fatal(err)
-	}
-	if idleInTx > 0 {
-		t.Fatalf("%d sessions of the pool are idle in a transaction", idleInTx)
-	}
 }
 
 func TestGhostCancelGrantRace(t *testing.T) {

@@ -4,14 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/DATA-DOG/go-sqlmock"
+
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 	"github.com/pgadvisory/pgadvisory/mock"
 	"github.com/pgadvisory/pgadvisory/pgtest"
 )
@@ -548,104 +547,4 @@ func TestWithSessionLockConn(t *testing.T) {
 			}
 		}
 	})
-}
-
-// trySQL is the try of call, a lock function call: one row when it took
-// the key, none when the key is busy, and, before call runs, an error of
-// its own on a hot standby (SQLSTATE 22023) or on a session that bears a
-// lease's mark (42704). It is the whole of an uncontended wait for one
-// key, and the first statement of a busy one.
-func trySQL(call string) string { return "SELECT 1 WHERE " + guardSQL + call + " END" }
-
-// guardSQL opens the CASE that guards a lock: on a hot standby it sets
-// lock_timeout to -1, which the server refuses (22023), and on a session
-// that bears a lease's mark it sets a setting with no such name (42704),
-// so that nothing after it runs.
-const guardSQL = "CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL " +
-	"WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE "
-
-// checkSQL is the guard as a select-list entry of a slice, right after its
-// bound: NULL, or the refusal's error before the waits run.
-const checkSQL = guardSQL + "NULL END, "
-
-// timeoutSQL is the statement that waits for lock, one or more lock
-// function calls, for at most ms milliseconds: a slice of a wait,
-// unguarded.
-func timeoutSQL(lock string, ms int) string {
-	return boundSQL("'"+strconv.Itoa(ms)+"'", lock)
-}
-
-// guardedTimeoutSQL is timeoutSQL guarded: the check comes first in the
-// select list.
-func guardedTimeoutSQL(lock string, ms int) string { return timeoutSQL(checkSQL+lock, ms) }
-
-// boundSQL is the statement that waits for lock with lock_timeout set to
-// bound, an SQL expression of text, and puts the setting back.
-func boundSQL(bound, lock string) string {
-	return "SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT pg_catalog.current_setting('lock_timeout') AS prev, " +
-		"pg_catalog.set_config('lock_timeout', " + bound + ", true), " + lock + " OFFSET 0) AS t"
-}
-
-// sessionSliceSQL is a slice of a wait for an exclusive session lock, or a
-// shared one, on one key, written as its lock functions' arguments ("42"):
-// it takes the key as a transaction lock, then as a session lock, waiting
-// at most ms milliseconds.
-func sessionSliceSQL(shared bool, key string, ms int) string {
-	return sqltext.SessionSliceStmt(sqltext.Inline, sqltext.Guarded, shared, int64(ms), sliceKey(key)).Query
-}
-
-// sliceKey parses a key written as its lock functions' arguments: "42" or
-// "1,-2".
-func sliceKey(key string) sqltext.Key {
-	if a, b, ok := strings.Cut(key, ","); ok {
-		x, _ := strconv.ParseInt(a, 10, 32)
-		y, _ := strconv.ParseInt(b, 10, 32)
-		return sqltext.Key{Pair: true, A: int32(x), B: int32(y)}
-	}
-	n, _ := strconv.ParseInt(key, 10, 64)
-	return sqltext.Key{Bigint: n}
-}
-
-// xactSliceSQL is a slice of a wait for an exclusive transaction lock on
-// one key, as for sessionSliceSQL, guarded.
-func xactSliceSQL(key string, ms int) string {
-	return guardedTimeoutSQL("pg_catalog.pg_advisory_xact_lock("+key+")", ms)
-}
-
-// inSavepointSQL is slice run under the wait's savepoint, in a transaction
-// the caller began; again rolls back to it first, after a slice that ran
-// out.
-func inSavepointSQL(again bool, slice string) string {
-	begin := "SAVEPOINT pgadvisory_wait; "
-	if again {
-		begin = "ROLLBACK TO SAVEPOINT pgadvisory_wait; "
-	}
-	return begin + slice + "; RELEASE SAVEPOINT pgadvisory_wait"
-}
-
-// waitSettingsSQL is the query that reads the settings that bound a wait:
-// for one key right after the try that found it busy, for several after
-// the first slice that ran out.
-const waitSettingsSQL = "SELECT pg_catalog.current_setting('lock_timeout'), " +
-	"pg_catalog.current_setting('statement_timeout'), pg_catalog.current_setting('deadlock_timeout')"
-
-// waitSettingsRows answers waitSettingsSQL with the session's
-// lock_timeout, statement_timeout and deadlock_timeout, as
-// current_setting shows them ("0", "500ms", "1s").
-func waitSettingsRows(lock, statement, deadlock string) *sqlmock.Rows {
-	return sqlmock.NewRows([]string{"lock_timeout", "statement_timeout", "deadlock_timeout"}).AddRow(lock, statement, deadlock)
-}
-
-// releaseSQL is the statement that ends a session scope on a connection
-// it owns: unlock, a function call, then every other session lock, and
-// the check for a transaction left open.
-func releaseSQL(unlock string) string {
-	return endSQL("CASE WHEN " + unlock + " THEN pg_catalog.pg_advisory_unlock_all() IS NOT NULL ELSE false END")
-}
-
-// endSQL is the statement that ends a session scope whose release is held,
-// a boolean expression.
-func endSQL(held string) string {
-	return "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN " + held + " THEN 1 ELSE 0 END + " +
-		"CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 2 END)"
 }

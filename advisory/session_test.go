@@ -10,12 +10,6 @@ import (
 	"github.com/pgadvisory/pgadvisory/advisory"
 )
 
-var (
-	k42   = advisory.Int64Key(42)
-	kPair = advisory.PairKey(1, -2)
-	kMin  = advisory.Int64Key(-1 << 63)
-)
-
 func TestSessionSQL(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/DATA-DOG/go-sqlmock"
+
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 	"github.com/pgadvisory/pgadvisory/mock"
@@ -21,13 +21,6 @@ import (
 // key, in a session as in a transaction, reads the session's settings
 // right after the try that found it busy; a wait for several runs its
 // first slice blind and reads them after the first slice that ran out.
-
-// errRanOut is how the server fails a slice that ran out.
-var errRanOut = &sqlState{"55P03", "canceling statement due to lock timeout"}
-
-// defaultSettings answers sqltext.WaitSettings as a session with the
-// server's defaults does.
-func defaultSettings() *sqlmock.Rows { return waitSettingsRows("0", "0", "1s") }
 
 func TestLockWaitsInSlices(t *testing.T) {
 	t.Parallel()
@@ -325,33 +318,6 @@ func TestWaitCancelledDuringSliceDiscards(t *testing.T) {
 	}
 }
 
-// refusals are the server's answers to a lock statement that refused, on
-// a hot standby or on a session that bears another lease's mark, and the
-// error each becomes.
-var refusals = []struct {
-	name    string
-	err     error // the server's
-	wantErr error
-}{
-	{"Standby", mock.ServerError(sqltext.StandbyState), advisory.ErrStandby},
-	{"SharedSession", mock.ServerError(sqltext.SharedState), advisory.ErrSharedSession},
-}
-
-// checkRefused fails t unless err is the refusal want, with the package's
-// prefix, not a wrapped server error: the SQLSTATE is the check's device.
-func checkRefused(t *testing.T, err, want, server error) {
-	t.Helper()
-	if !errors.Is(err, want) {
-		t.Fatalf("got %v; want %v", err, want)
-	}
-	if errors.Is(err, server) {
-		t.Errorf("error %q wraps the server's refusal, which is no news to the caller", err)
-	}
-	if !strings.HasPrefix(err.Error(), "advisory: ") {
-		t.Errorf("message %q lacks the package prefix", err)
-	}
-}
-
 // TestTryRefused: a try that the server refuses (the check raised the
 // refusal's SQLSTATE before the lock function ran) returns ErrStandby or
 // ErrSharedSession, for a try and for the try that starts a wait, in a
@@ -509,48 +475,5 @@ func TestXactWaitRefused(t *testing.T) {
 			})
 			checkRefused(t, err, r.wantErr, r.err)
 		})
-	}
-}
-
-// TestSliceSQL checks the matcher the tests of timed slices use: exact,
-// but for a slice's lock_timeout, which may fall short by less than
-// sliceSlack, in a session's slice as in a transaction's, and not for the
-// -1 of the check that follows it.
-func TestSliceSQL(t *testing.T) {
-	t.Parallel()
-	slice, xact := sessionSliceSQL(false, "42", 1000), xactSliceSQL("42", 1000)
-	tests := []struct {
-		name         string
-		want, actual string
-		ok           bool
-	}{
-		{"Same", slice, slice, true},
-		{"JustShort", slice, sessionSliceSQL(false, "42", 999), true},
-		{"ShortBySlack", slice, sessionSliceSQL(false, "42", 1000-sliceSlack), false},
-		{"Longer", slice, sessionSliceSQL(false, "42", 1001), false},
-		{"OtherKey", slice, sessionSliceSQL(false, "43", 1000), false},
-		{"OtherStatement", slice, "SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_lock(42) END", false},
-		{"OtherCheck", slice, strings.Replace(slice, "'-1'", "'-2'", 1), false},
-		{"XactForASessionSlice", xact, slice, false},
-		{"XactJustShort", xact, xactSliceSQL("42", 999), true},
-		{"XactShortBySlack", xact, xactSliceSQL("42", 1000-sliceSlack), false},
-		{"XactLonger", xact, xactSliceSQL("42", 1001), false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			if err := matchSlice(tt.want, tt.actual); (err == nil) != tt.ok {
-				t.Fatalf("matchSlice(%q, %q) = %v; want a match: %v", tt.want, tt.actual, err, tt.ok)
-			}
-		})
-	}
-}
-
-// checkKept fails t when conn's session was closed: a refusal takes
-// nothing, so the session stays the caller's.
-func checkKept(t *testing.T, conn *sql.Conn) {
-	t.Helper()
-	if err := conn.PingContext(context.Background()); err != nil {
-		t.Errorf("after a refusal the session is gone (%v); want it kept", err)
 	}
 }
