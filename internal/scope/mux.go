@@ -23,9 +23,9 @@ const BadConnTries = 5
 // and the error of an acquisition that Close overtook.
 var errLockerClosed = errors.New("advisory: locker closed")
 
-// errBound is the cause of an acquisition's context when its Timeout ran
+// errBound is the cause of an acquisition's context when its Wait ran
 // out.
-var errBound = errors.New("advisory: the acquisition's Timeout ran out")
+var errBound = errors.New("advisory: the acquisition's Wait ran out")
 
 // ErrLockerClosed is returned by an acquisition on a closed Mux.
 var ErrLockerClosed = errLockerClosed

@@ -102,12 +102,12 @@ func sliceFor(base, deadlock time.Duration) time.Duration {
 
 // firstSlicer plans a wait's first slice, before the session's settings
 // are known: o's slice (see [sliceFor], for the default deadlock_timeout),
-// or less when o's Timeout is shorter.
+// or less when o's Wait is shorter.
 func firstSlicer(start time.Time, o *Options) slicer {
 	p := slicer{base: o.SliceLength()}
 	p.slice = sliceFor(p.base, defaultDeadlockTimeout)
 	if o.Bounded {
-		p.deadline, p.bound = start.Add(o.Timeout), "Timeout"
+		p.deadline, p.bound = start.Add(o.Timeout), "Wait"
 	}
 	return p
 }
