@@ -85,8 +85,8 @@ func TestFirstSlicer(t *testing.T) {
 			if ms != tt.wantMS || last != tt.wantLast {
 				t.Fatalf("next = %d, %v; want %d, %v", ms, last, tt.wantMS, tt.wantLast)
 			}
-			if tt.o.Bounded && (p.bound != "Timeout" || !p.deadline.Equal(start.Add(tt.o.Timeout))) {
-				t.Errorf("deadline %v by %q; want start+%v by Timeout", p.deadline.Sub(start), p.bound, tt.o.Timeout)
+			if tt.o.Bounded && (p.bound != "Wait" || !p.deadline.Equal(start.Add(tt.o.Timeout))) {
+				t.Errorf("deadline %v by %q; want start+%v by Wait", p.deadline.Sub(start), p.bound, tt.o.Timeout)
 			}
 			if !tt.o.Bounded && !p.deadline.IsZero() {
 				t.Errorf("deadline %v without a Timeout", p.deadline.Sub(start))
@@ -131,7 +131,7 @@ func TestSlicerWithSettings(t *testing.T) {
 		{name: "LockTimeoutBeforeStatementTimeout", s: waitSettings{lock: 2 * time.Second, statement: 3 * time.Second, deadlock: time.Second},
 			wantSlice: 1100 * time.Millisecond, wantEnd: 2 * time.Second, wantBound: "the session's lock_timeout"},
 		{name: "TimeoutFirst", o: Options{Bounded: true, Timeout: time.Second}, s: waitSettings{lock: 2 * time.Second, deadlock: time.Second},
-			wantSlice: 1100 * time.Millisecond, wantEnd: time.Second, wantBound: "Timeout"},
+			wantSlice: 1100 * time.Millisecond, wantEnd: time.Second, wantBound: "Wait"},
 		{name: "LockTimeoutBeforeTimeout", o: Options{Bounded: true, Timeout: 5 * time.Second},
 			s:         waitSettings{lock: 2 * time.Second, deadlock: time.Second},
 			wantSlice: 1100 * time.Millisecond, wantEnd: 2 * time.Second, wantBound: "the session's lock_timeout"},
