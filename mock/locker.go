@@ -19,8 +19,8 @@ type LockerConn struct {
 // answers its start: backend [LeasePID], not a standby, mark [LeaseMark].
 // A Locker opens a connection at its first Acquire, and another at each
 // Acquire while fewer than [advisory.LockerConfig.MaxConns] are open and each is in
-// use; give the Locker under test LockerConfig{MaxConns: 1} to keep to one, and a
-// heartbeat interval (advisory.Heartbeat) longer than the test, or lay
+// use; give the Locker under test LockerConfig{MaxConns: 1} to keep to
+// one, and a LockerConfig.Heartbeat longer than the test, or lay
 // down each heartbeat it lets run with [LockerConn.ExpectHeartbeat].
 func ExpectLockerConn(m sqlmock.Sqlmock) *LockerConn {
 	start := m.ExpectQuery(pattern(m, sqltext.CarrierStart)).WithoutArgs().WillReturnRows(

@@ -107,7 +107,7 @@ func (o SessionOutcome) String() string {
 // XactScope holds the expectations [ExpectWithXactLock] laid down, for
 // chaining: s.Lock.WillReturnError(...), s.Commit.WillReturnError(...).
 // Commit is set only for the Commit outcome, and Rollback only for
-// Rollback, NotAcquired and Failed.
+// Rollback, XactNotAcquired and XactFailed.
 type XactScope struct {
 	Begin    *sqlmock.ExpectedBegin    // the BEGIN
 	Lock     *sqlmock.ExpectedExec     // the statement that takes the lock
@@ -129,7 +129,7 @@ type XactScope struct {
 //
 // The lock statement is the one advisory itself builds for opts. It
 // reports a misuse (see the package documentation) when advisory rejects
-// opts, for example advisory.Wait(0), since the call then sends nothing
+// opts, for example advisory.Wait(-time.Second), since the call then sends nothing
 // at all; when outcome is XactNotAcquired and opts lack advisory.Try; and
 // when outcome is not one of the constants.
 func ExpectWithXactLock(m sqlmock.Sqlmock, key advisory.Key, outcome XactOutcome, opts ...advisory.XactOption) *XactScope {
