@@ -141,7 +141,8 @@
 // unchanged ([RequireIdempotencyKey] refuses them). It buffers responses
 // of up to 1 MiB ([MaxResponseBytes]) until the commit, and keeps its
 // records in package idempotency's table until idempotency.Purge deletes
-// them.
+// them. It takes every [Option] that XactLock takes, and options of its
+// own, which are [IdempotentOption]s: XactLock does not compile with them.
 //
 //	mux.Handle("POST /payments", httplock.Idempotent(db)(http.HandlerFunc(pay)))
 //

@@ -57,10 +57,10 @@ func newIdemOptions() idemOptions {
 // IdempotencyTable makes [Idempotent] record its responses in the table
 // name, "table" or "schema.table", instead of idempotency.DefaultTable.
 // Idempotent panics when it is built if the name is not one that
-// idempotency.Table accepts. XactLock ignores this option.
-func IdempotencyTable(name string) Option {
+// idempotency.Table accepts.
+func IdempotencyTable(name string) IdempotentOption {
 	err := idempotency.CheckTable(name)
-	return func(o *options) { o.idem.table, o.idem.checkErr = []idempotency.Option{idempotency.Table(name)}, err }
+	return idemOption(func(o *options) { o.idem.table, o.idem.checkErr = []idempotency.Option{idempotency.Table(name)}, err })
 }
 
 // MaxResponseBytes sets the largest response body that [Idempotent]
@@ -68,47 +68,48 @@ func IdempotencyTable(name string) Option {
 // body grows larger has its work rolled back, and the client gets 500
 // Internal Server Error: a response that cannot be replayed must not
 // commit. Idempotent buffers each response up to this size in memory.
-// XactLock ignores this option.
 //
 // MaxResponseBytes panics if n is not positive.
-func MaxResponseBytes(n int) Option {
+func MaxResponseBytes(n int) IdempotentOption {
 	if n <= 0 {
 		panic(fmt.Sprintf("httplock: MaxResponseBytes(%d): not positive", n))
 	}
-	return func(o *options) { o.idem.maxBody = n }
+	return idemOption(func(o *options) { o.idem.maxBody = n })
 }
 
 // IdempotentMethods sets the request methods that [Idempotent] covers,
 // POST, PUT, PATCH and DELETE by default. Requests with other methods are
 // served at once, without a transaction, as if they had no
-// Idempotency-Key. XactLock ignores this option.
+// Idempotency-Key.
 //
 // IdempotentMethods panics if given no method.
-func IdempotentMethods(methods ...string) Option {
+func IdempotentMethods(methods ...string) IdempotentOption {
 	if len(methods) == 0 {
 		panic("httplock: IdempotentMethods: no method")
 	}
 	methods = slices.Clone(methods)
-	return func(o *options) { o.idem.methods = methods }
+	return idemOption(func(o *options) { o.idem.methods = methods })
 }
 
 // RequireIdempotencyKey makes [Idempotent] answer a request of a covered
 // method that has no Idempotency-Key with 400 Bad Request, instead of
-// serving it without a transaction. XactLock ignores this option.
-func RequireIdempotencyKey() Option { return func(o *options) { o.idem.require = true } }
+// serving it without a transaction.
+func RequireIdempotencyKey() IdempotentOption {
+	return idemOption(func(o *options) { o.idem.require = true })
+}
 
 // IdempotencyScope gives each Idempotency-Key a scope, such as the
 // authenticated account, so that two clients who pick the same key do not
 // share a record: the operation key is made of the scope and the header's
 // value. An error from scope is answered as a bad key, 400 Bad Request.
-// By default every key shares one scope. XactLock ignores this option.
+// By default every key shares one scope.
 //
 // IdempotencyScope panics if scope is nil.
-func IdempotencyScope(scope func(r *http.Request) (string, error)) Option {
+func IdempotencyScope(scope func(r *http.Request) (string, error)) IdempotentOption {
 	if scope == nil {
 		panic("httplock: IdempotencyScope: nil func")
 	}
-	return func(o *options) { o.idem.scope = scope }
+	return idemOption(func(o *options) { o.idem.scope = scope })
 }
 
 // Idempotent returns middleware that runs each request carrying an
@@ -151,7 +152,7 @@ func IdempotencyScope(scope func(r *http.Request) (string, error)) Option {
 // [ErrorResponse] when given.
 //
 // Idempotent panics if db is nil or an option is bad.
-func Idempotent(db *sql.DB, opts ...Option) func(http.Handler) http.Handler {
+func Idempotent(db *sql.DB, opts ...IdempotentOption) func(http.Handler) http.Handler {
 	if db == nil {
 		panic("httplock: Idempotent: nil *sql.DB")
 	}

@@ -54,7 +54,7 @@ func idemTable(t *testing.T, db *sql.DB, prefix string) string {
 	return name
 }
 
-func (a *idemApp) handler(db *sql.DB, opts ...httplock.Option) http.Handler {
+func (a *idemApp) handler(db *sql.DB, opts ...httplock.IdempotentOption) http.Handler {
 	mux := http.NewServeMux()
 	pay := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a.calls.Add(1)
@@ -78,7 +78,7 @@ func (a *idemApp) handler(db *sql.DB, opts ...httplock.Option) http.Handler {
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, `{"id":%q,"delivery":%q}`, r.PathValue("id"), delivery)
 	})
-	opts = append([]httplock.Option{httplock.IdempotencyTable(a.records), a.scope()}, opts...)
+	opts = append([]httplock.IdempotentOption{httplock.IdempotencyTable(a.records), a.scope()}, opts...)
 	mux.Handle("POST /payments/{id}", httplock.Idempotent(db, opts...)(pay))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-Lose-Response") == "" {
@@ -118,7 +118,7 @@ type idemResp struct {
 
 // scope gives the app's keys a scope of their own: the lock depends on the
 // key alone, and the drivers' subtests run at once on one server.
-func (a *idemApp) scope() httplock.Option {
+func (a *idemApp) scope() httplock.IdempotentOption {
 	return httplock.IdempotencyScope(func(*http.Request) (string, error) { return a.records, nil })
 }
 

@@ -9,16 +9,44 @@ import (
 	"github.com/pgadvisory/pgadvisory/middleware/internal/reqlock"
 )
 
-// An Option changes how [XactLock] takes its lock, ends its transaction and
-// answers failures.
-type Option func(*options)
+// An Option changes how [XactLock] and [Idempotent] take their lock, end
+// their transaction and answer failures. Both accept every Option, and
+// every Option is also an [IdempotentOption].
+type Option interface {
+	IdempotentOption
+	xactLockOption()
+}
 
+// An IdempotentOption configures [Idempotent]: an [Option], or one of the
+// options of Idempotent alone, [IdempotencyTable], [MaxResponseBytes],
+// [IdempotentMethods], [RequireIdempotencyKey] and [IdempotencyScope],
+// which [XactLock] does not accept.
+type IdempotentOption interface {
+	apply(*options)
+	idempotentOption()
+}
+
+// The concrete options, one type per set of middlewares an option
+// applies to.
+type (
+	option     func(*options) // XactLock and Idempotent
+	idemOption func(*options) // Idempotent only
+)
+
+func (f option) apply(o *options) { f(o) }
+func (option) xactLockOption()    {}
+func (option) idempotentOption()  {}
+
+func (f idemOption) apply(o *options) { f(o) }
+func (idemOption) idempotentOption()  {}
+
+// options are the settings that the options of one middleware set.
 type options struct {
 	reqlock.Config
 	commit    func(status int) bool
 	onError   func(w http.ResponseWriter, r *http.Request, err error)
 	responses []response
-	idem      idemOptions // Idempotent's own settings; XactLock ignores them
+	idem      idemOptions // set by IdempotentOptions alone
 }
 
 // Wait makes the middleware wait up to d for a lock that another request
@@ -27,14 +55,14 @@ type options struct {
 // statement_timeout of the server cancels, is answered as a busy lock,
 // 409 Conflict with Retry-After. The request's context can end the
 // wait sooner: its deadline is answered 503 Service Unavailable, a client
-// that goes away gets nothing. Wait(0) keeps the default, which does not
-// wait.
+// that goes away gets nothing. Wait(0) does not wait, which is the
+// default. Of several Wait options, the last one counts.
 //
 // Wait panics if d is negative or longer than the server's limit of
 // math.MaxInt32 milliseconds.
 func Wait(d time.Duration) Option {
 	reqlock.CheckWait("httplock", d)
-	return func(o *options) { o.Wait = d }
+	return option(func(o *options) { o.Wait = d })
 }
 
 // RetryAfter sets the Retry-After header that comes with a 409 Conflict for
@@ -44,13 +72,13 @@ func Wait(d time.Duration) Option {
 // RetryAfter panics if d is negative.
 func RetryAfter(d time.Duration) Option {
 	reqlock.CheckRetryAfter("httplock", d)
-	return func(o *options) { o.RetryAfter = d }
+	return option(func(o *options) { o.RetryAfter = d })
 }
 
 // TxOptions sets the isolation level and read-only flag of the request's
 // transaction. A nil opts keeps the database's defaults.
 func TxOptions(opts *sql.TxOptions) Option {
-	return func(o *options) { o.TxOptions = opts }
+	return option(func(o *options) { o.TxOptions = opts })
 }
 
 // CommitPolicy replaces the rule that decides, from the status of the
@@ -67,7 +95,7 @@ func CommitPolicy(commit func(status int) bool) Option {
 	if commit == nil {
 		panic("httplock: CommitPolicy: nil func")
 	}
-	return func(o *options) { o.commit = commit }
+	return option(func(o *options) { o.commit = commit })
 }
 
 // ErrorHandler replaces the default answer to every failure the middleware
@@ -89,7 +117,7 @@ func ErrorHandler(h func(w http.ResponseWriter, r *http.Request, err error)) Opt
 	if h == nil {
 		panic("httplock: ErrorHandler: nil func")
 	}
-	return func(o *options) { o.onError = h }
+	return option(func(o *options) { o.onError = h })
 }
 
 // ErrorResponse sets the status and the plain-text body that the default
@@ -108,19 +136,20 @@ func ErrorResponse(target error, status int, body string) Option {
 	if status < 400 || status > 599 {
 		panic(fmt.Sprintf("httplock: ErrorResponse: status %d is not an error status (400-599)", status))
 	}
-	return func(o *options) { o.responses = append(o.responses, response{target, status, body}) }
+	return option(func(o *options) { o.responses = append(o.responses, response{target, status, body}) })
 }
 
-// newOptions applies opts over the defaults.
-func newOptions(opts []Option) *options {
+// newOptions applies opts, in order, over the defaults; nil options are
+// skipped.
+func newOptions[O IdempotentOption](opts []O) *options {
 	o := &options{
 		Config: reqlock.NewConfig(),
 		commit: func(status int) bool { return status < 400 },
 		idem:   newIdemOptions(),
 	}
 	for _, opt := range opts {
-		if opt != nil {
-			opt(o)
+		if any(opt) != nil {
+			opt.apply(o)
 		}
 	}
 	if o.onError == nil {
