@@ -12,38 +12,6 @@ import (
 // Server facts that docs/guide.md cites and the library's design rests on,
 // shown with plain SQL and database/sql, without the library's helpers.
 
-// TestPooledConnKeepsSessionLockIntegration: closing a *sql.Conn returns
-// its session to the pool with its session lock, and neither driver's
-// session reset releases it: the next user of the pool draws the same
-// backend, still holding the key. DISCARD ALL, the reset query PgBouncer
-// runs in session mode, does release it.
-func TestPooledConnKeepsSessionLockIntegration(t *testing.T) {
-	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
-		t.Parallel()
-		ctx := context.Background()
-		db := pgOpenOne(t, tg) // a pool of one: the next Conn is the same session
-		key := newPGKeys().nextPair()
-
-		conn := pgtest.Conn(t, db)
-		pid := pgtest.PID(t, conn)
-		if err := advisory.Lock(ctx, conn, key); err != nil {
-			t.Fatal(err)
-		}
-		if err := conn.Close(); err != nil { // the ghost-lock mistake
-			t.Fatal(err)
-		}
-
-		next := pgtest.Conn(t, db)
-		if got := pgtest.PID(t, next); got != pid {
-			t.Fatalf("the pool of one handed out backend %d, then %d", pid, got)
-		}
-		pgRequireHolds(t, tg.DB, pid, key, false)
-
-		pgtest.Exec(t, next, "DISCARD ALL")
-		pgRequireNoLocks(t, tg.DB, pid)
-	})
-}
-
 // TestDeadlockVictimSurvivesIntegration: when the server breaks a deadlock
 // between two sessions' plain pg_advisory_lock calls, only the victim's
 // statement fails. Its session lives on and keeps the key it took before,

@@ -4,7 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -13,13 +16,18 @@ import (
 	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
-// TestPgxPoolDiscardIntegration proves that a session the library
+// Integration tests of TestSessionIntegration on what the drivers and
+// pools do with a session that the session functions leave: a wait they
+// cancel, a session they discard on pgxpool, and one they give back to
+// database/sql's pool.
+
+// testSessionPgxPoolDiscard proves that a session the library
 // discards ends on a *sql.DB from stdlib.OpenDBFromPool, whose connections
 // pgxpool lends: closing one there hands the session back to pgxpool,
 // locks and all, unless the session is in a transaction, busy or closed;
 // and database/sql closes a *sql.Conn only once a transaction open on it
 // has ended.
-func TestPgxPoolDiscardIntegration(t *testing.T) {
+func testSessionPgxPoolDiscard(t *testing.T) {
 	for _, s := range pgtest.Servers(t) {
 		t.Run(s.Name, func(t *testing.T) {
 			t.Parallel()
@@ -119,4 +127,88 @@ func TestPgxPoolDiscardIntegration(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cancelledWaits is how many cancelled waits each driver is checked with.
+const cancelledWaits = 10
+
+// testSessionCancelledWaitEndsOnServer checks what a cancelled wait leaves
+// on the server, as docs/concepts.md states it: every driver tells the
+// server to stop waiting. lib/pq sends a CancelRequest; pgx by default
+// closes the connection, sending a CancelRequest and then Terminate as it
+// does (pgconn.asyncClose); pgx in its cancel-request mode sends a
+// CancelRequest and keeps the session. A backend blocked in
+// pg_advisory_lock does not read its socket, so without the CancelRequest
+// it would wait for as long as the holder holds the key.
+func testSessionCancelledWaitEndsOnServer(t *testing.T) {
+	pgtest.EachDriver(t, pgAllDrivers, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		keys := newPGKeys()
+		holder := pgtest.Conn(t, tg.DB)
+		var took []time.Duration
+		for i := range cancelledWaits {
+			k := keys.next()
+			if err := advisory.Lock(ctx, holder, k); err != nil {
+				t.Fatalf("wait %d: holder: Lock(%s): %v", i, k, err)
+			}
+			waiter := pgtest.Conn(t, tg.DB)
+			pid := pgtest.PID(t, waiter)
+			_, err := pgEndWhileWaiting(t, tg.DB, pid, k, context.Canceled, func(wctx context.Context) error {
+				return advisory.Lock(wctx, waiter, k)
+			})
+			cancelled := time.Now()
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("wait %d: Lock cancelled while it waits = %v; want an error wrapping context.Canceled", i, err)
+			}
+
+			// The holder keeps the key throughout: only a CancelRequest
+			// can end the wait now.
+			pgtest.Await(t, fmt.Sprintf("wait %d: the server to stop waiting for %s after the cancel", i, k), func() (bool, error) {
+				locks, err := pgQueryLocksOfKey(ctx, tg.DB, k)
+				return !slices.ContainsFunc(locks, func(l pgLock) bool { return !l.granted }), err
+			})
+			took = append(took, time.Since(cancelled))
+			pgRequireHolds(t, tg.DB, pgtest.PID(t, holder), k, false)
+			if err := advisory.Unlock(ctx, holder, k); err != nil {
+				t.Fatalf("wait %d: holder: Unlock(%s): %v", i, k, err)
+			}
+			pgRequireFree(t, tg.DB, k)
+		}
+		slices.Sort(took)
+		t.Logf("%d cancelled waits: the server stopped waiting within %v (median), %v (max)", len(took), took[len(took)/2], took[len(took)-1])
+	})
+}
+
+// testSessionPooledConnKeepsLock, a server fact shown with plain SQL and
+// database/sql, without the library's helpers: closing a *sql.Conn returns
+// its session to the pool with its session lock, and neither driver's
+// session reset releases it: the next user of the pool draws the same
+// backend, still holding the key. DISCARD ALL, the reset query PgBouncer
+// runs in session mode, does release it.
+func testSessionPooledConnKeepsLock(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		db := pgOpenOne(t, tg) // a pool of one: the next Conn is the same session
+		key := newPGKeys().nextPair()
+
+		conn := pgtest.Conn(t, db)
+		pid := pgtest.PID(t, conn)
+		if err := advisory.Lock(ctx, conn, key); err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.Close(); err != nil { // the ghost-lock mistake
+			t.Fatal(err)
+		}
+
+		next := pgtest.Conn(t, db)
+		if got := pgtest.PID(t, next); got != pid {
+			t.Fatalf("the pool of one handed out backend %d, then %d", pid, got)
+		}
+		pgRequireHolds(t, tg.DB, pid, key, false)
+
+		pgtest.Exec(t, next, "DISCARD ALL")
+		pgRequireNoLocks(t, tg.DB, pid)
+	})
 }

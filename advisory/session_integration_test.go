@@ -14,7 +14,27 @@ import (
 	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
-// Integration tests of the session lock functions on *sql.Conn.
+// Integration tests of the session lock functions on *sql.Conn
+// (session.go). The ghost-lock races are in
+// session_ghost_integration_test.go, what the drivers and pools do with a
+// session in session_drivers_integration_test.go.
+
+// TestSessionIntegration runs the integration tests of the session lock
+// functions, one subtest a theme, each on every server and driver.
+func TestSessionIntegration(t *testing.T) {
+	t.Run("Stacking", testSessionStacking)
+	t.Run("NotHeld", testSessionNotHeld)
+	t.Run("UnlockAll", testSessionUnlockAll)
+	t.Run("TryContention", testSessionTryContention)
+	t.Run("SharedExclusive", testSessionSharedExclusive)
+	t.Run("LockKeysNoDeadlock", testSessionLockKeysNoDeadlock)
+	t.Run("LockKeysMany", testSessionLockKeysMany)
+	t.Run("GhostCancelGrantRace", testSessionGhostCancelGrantRace)
+	t.Run("GhostDeadlineGrantRace", testSessionGhostDeadlineGrantRace)
+	t.Run("CancelledWaitEndsOnServer", testSessionCancelledWaitEndsOnServer)
+	t.Run("PgxPoolDiscard", testSessionPgxPoolDiscard)
+	t.Run("PooledConnKeepsLock", testSessionPooledConnKeepsLock)
+}
 
 func TestKeySpacesIntegration(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
@@ -81,7 +101,7 @@ func TestKeySpacesIntegration(t *testing.T) {
 	})
 }
 
-func TestStackingIntegration(t *testing.T) {
+func testSessionStacking(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		keys := newPGKeys()
@@ -141,7 +161,7 @@ func TestStackingIntegration(t *testing.T) {
 	})
 }
 
-func TestNotHeldIntegration(t *testing.T) {
+func testSessionNotHeld(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
@@ -219,7 +239,7 @@ func TestNotHeldIntegration(t *testing.T) {
 	})
 }
 
-func TestUnlockAllIntegration(t *testing.T) {
+func testSessionUnlockAll(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
@@ -250,7 +270,7 @@ func TestUnlockAllIntegration(t *testing.T) {
 	})
 }
 
-func TestTryContentionIntegration(t *testing.T) {
+func testSessionTryContention(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
@@ -327,7 +347,7 @@ func TestTryContentionIntegration(t *testing.T) {
 	})
 }
 
-func TestSharedExclusiveIntegration(t *testing.T) {
+func testSessionSharedExclusive(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
@@ -444,10 +464,10 @@ func TestSharedExclusiveIntegration(t *testing.T) {
 	})
 }
 
-// TestLockKeysNoDeadlockIntegration takes the same keys in different orders
+// testSessionLockKeysNoDeadlock takes the same keys in different orders
 // from two sessions at once, with LockKeys and with XactLockKeys, and finds
 // neither a deadlock nor two holders.
-func TestLockKeysNoDeadlockIntegration(t *testing.T) {
+func testSessionLockKeysNoDeadlock(t *testing.T) {
 	// A kind takes and releases keys in its own way; round does it once
 	// as worker i of two.
 	type kind struct {
@@ -566,7 +586,7 @@ func TestLockKeysNoDeadlockIntegration(t *testing.T) {
 // pgManyKeys is more keys than a select list may hold (1664).
 const pgManyKeys = 3000
 
-func TestLockKeysManyIntegration(t *testing.T) {
+func testSessionLockKeysMany(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()

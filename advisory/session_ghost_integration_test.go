@@ -15,7 +15,8 @@ import (
 	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
-// The ghost-lock race tests. A blocking acquire is raced against its own
+// The ghost-lock race tests of the session lock functions (subtests of
+// TestSessionIntegration). A blocking acquire is raced against its own
 // end: a cancel (from the server or from ctx) or a ctx deadline arrives in
 // the instant the holder releases. Whatever happens, the library must give
 // a true answer: nil only if the session holds the lock, an error only if
@@ -229,7 +230,7 @@ func runRaces(t *testing.T, tg pgtest.Target, one func(r *raceRun, rnd *mrand.Ra
 	pgRequireNoAppLocks(t, tg.DB, app)
 }
 
-func TestGhostCancelGrantRace(t *testing.T) {
+func testSessionGhostCancelGrantRace(t *testing.T) {
 	pgtest.EachDriver(t, pgAllDrivers, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		runRaces(t, tg, func(r *raceRun, rnd *mrand.Rand) error {
@@ -294,7 +295,7 @@ func TestGhostCancelGrantRace(t *testing.T) {
 	})
 }
 
-func TestGhostDeadlineGrantRace(t *testing.T) {
+func testSessionGhostDeadlineGrantRace(t *testing.T) {
 	pgtest.EachDriver(t, pgAllDrivers, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		runRaces(t, tg, func(r *raceRun, rnd *mrand.Rand) error {
