@@ -9,9 +9,17 @@ import (
 
 // An Option changes how [UnaryServerInterceptor] and
 // [StreamServerInterceptor] take their lock and report a busy one. Both
-// take the same options.
-type Option func(*options)
+// take every Option.
+type Option interface {
+	apply(*options)
+}
 
+// option is the concrete Option.
+type option func(*options)
+
+func (f option) apply(o *options) { f(o) }
+
+// options are the settings that the options of one interceptor set.
 type options struct {
 	reqlock.Config
 }
@@ -21,13 +29,14 @@ type options struct {
 // enforces the bound ([advisory.Wait]); a wait that runs out, or that a
 // shorter statement_timeout of the server cancels, fails with
 // codes.Aborted too, and the call's deadline can end it sooner, with
-// codes.DeadlineExceeded. Wait(0) keeps the default, which does not wait.
+// codes.DeadlineExceeded. Wait(0) does not wait, which is the default. Of
+// several Wait options, the last one counts.
 //
 // Wait panics if d is negative or longer than the server's limit of
 // math.MaxInt32 milliseconds.
 func Wait(d time.Duration) Option {
 	reqlock.CheckWait("grpclock", d)
-	return func(o *options) { o.Wait = d }
+	return option(func(o *options) { o.Wait = d })
 }
 
 // RetryAfter sets the delay that an Aborted status for a busy lock
@@ -37,21 +46,22 @@ func Wait(d time.Duration) Option {
 // RetryAfter panics if d is negative.
 func RetryAfter(d time.Duration) Option {
 	reqlock.CheckRetryAfter("grpclock", d)
-	return func(o *options) { o.RetryAfter = d }
+	return option(func(o *options) { o.RetryAfter = d })
 }
 
 // TxOptions sets the isolation level and read-only flag of the call's
 // transaction. A nil opts keeps the database's defaults.
 func TxOptions(opts *sql.TxOptions) Option {
-	return func(o *options) { o.TxOptions = opts }
+	return option(func(o *options) { o.TxOptions = opts })
 }
 
-// newOptions applies opts over the defaults.
+// newOptions applies opts, in order, over the defaults; nil options are
+// skipped.
 func newOptions(opts []Option) *options {
 	o := &options{Config: reqlock.NewConfig()}
 	for _, opt := range opts {
 		if opt != nil {
-			opt(o)
+			opt.apply(o)
 		}
 	}
 	return o
