@@ -6,13 +6,19 @@ import (
 	mrand "math/rand/v2"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // Integration tests that the client-side hashes equal the server's.
+
+// TestHashTextIntegration runs the integration tests of HashText and
+// HashTextExtended, one subtest a theme, each on every server and driver.
+func TestHashTextIntegration(t *testing.T) {
+	t.Run("RandomStrings", testHashTextRandomStrings)
+	t.Run("KnownValues", testHashTextKnownValues)
+}
 
 // pgHashStrings is how many random strings each server and driver checks.
 const pgHashStrings = 10_000
@@ -81,7 +87,7 @@ func pgTextArray(ss []string) string {
 	return b.String()
 }
 
-func TestHashTextIntegration(t *testing.T) {
+func testHashTextRandomStrings(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
@@ -147,7 +153,7 @@ func TestHashTextIntegration(t *testing.T) {
 	})
 }
 
-func TestHashTextKnownValuesIntegration(t *testing.T) {
+func testHashTextKnownValues(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		tests := []struct {
@@ -179,35 +185,6 @@ func TestHashTextKnownValuesIntegration(t *testing.T) {
 			if got != tt.want || server != tt.want {
 				t.Errorf("%s of %q: client %d, server %d; want %d", q, tt.s, got, server, tt.want)
 			}
-		}
-	})
-}
-
-func TestNameKeyIntegration(t *testing.T) {
-	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
-		t.Parallel()
-		ctx := context.Background()
-		ns := newPGKeys().hi
-		names := []string{"", "a", "orders", "héllo", "日本語 🙂", strings.Repeat("long name ", 100)}
-		conn, other := pgtest.Conn(t, tg.DB), pgtest.Conn(t, tg.DB)
-		pid := pgtest.PID(t, conn)
-		for _, name := range names {
-			if !utf8.ValidString(name) {
-				t.Fatalf("bad test name %q", name)
-			}
-			// Hand-written SQL takes the lock with the server's hash...
-			pgtest.Exec(t, conn, "SELECT pg_advisory_lock($1::int, hashtext($2))", ns, name)
-			key := advisory.NameKey(ns, name)
-			// ...and it is the key NameKey computes: pg_locks shows it, a
-			// try on it conflicts, and Unlock of it releases it.
-			pgRequireHolds(t, tg.DB, pid, key, false)
-			if ok, err := advisory.TryLock(ctx, other, key); err != nil || ok {
-				t.Errorf("TryLock(NameKey(%d, %.20q)) while SQL holds it = %v, %v; want false", ns, name, ok, err)
-			}
-			if err := advisory.Unlock(ctx, conn, key); err != nil {
-				t.Fatalf("Unlock(NameKey(%d, %.20q)) of the lock SQL took: %v", ns, name, err)
-			}
-			pgRequireNoLocks(t, tg.DB, pid)
 		}
 	})
 }

@@ -1,7 +1,6 @@
 package advisory_test
 
 import (
-	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -160,18 +159,5 @@ func TestHashTextNoAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("HashText and HashTextExtended allocate %v times per call, want 0", allocs)
-	}
-}
-
-func BenchmarkHashText(b *testing.B) {
-	for _, size := range []int{8, 64, 1024} {
-		s := strings.Repeat("x", size)
-		b.Run(fmt.Sprintf("Bytes%d", size), func(b *testing.B) {
-			b.SetBytes(int64(size))
-			b.ReportAllocs()
-			for b.Loop() {
-				hashSink = advisory.HashText(s)
-			}
-		})
 	}
 }
