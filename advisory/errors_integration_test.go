@@ -13,9 +13,20 @@ import (
 	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
-// Integration tests of the errors a real server raises, and of bad input.
+// Integration tests of the errors a real server raises (errors.go), and of
+// bad input.
 
-func TestDeadlockIntegration(t *testing.T) {
+// TestErrorsIntegration runs the integration tests of errors, one subtest
+// a theme, each on every server and driver.
+func TestErrorsIntegration(t *testing.T) {
+	t.Run("Deadlock", testErrorsDeadlock)
+	t.Run("DeadlockVictimSurvives", testErrorsDeadlockVictimSurvives)
+	t.Run("LockTableFull", testErrorsLockTableFull)
+	t.Run("StatementTimeoutIsLockTimeout", testErrorsStatementTimeoutIsLockTimeout)
+	t.Run("BadInput", testErrorsBadInput)
+}
+
+func testErrorsDeadlock(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
@@ -122,7 +133,7 @@ func TestDeadlockIntegration(t *testing.T) {
 }
 
 // lockTableSettings is what the dedicated servers of
-// TestLockTableFullIntegration start with: a lock table so small that it
+// TestErrorsIntegration/LockTableFull start with: a lock table so small that it
 // overflows at under a thousand advisory locks.
 var lockTableSettings = []string{"-c", "max_locks_per_transaction=10", "-c", "max_connections=20"}
 
@@ -130,7 +141,7 @@ var lockTableSettings = []string{"-c", "max_locks_per_transaction=10", "-c", "ma
 // table.
 const lockTableKeys = 1600
 
-func TestLockTableFullIntegration(t *testing.T) {
+func testErrorsLockTableFull(t *testing.T) {
 	servers := pgtest.StartServer(t, lockTableSettings...)
 	dedicated := servers != nil
 	if !dedicated {
@@ -290,7 +301,7 @@ func checkLockTableFull(t *testing.T, err error) {
 	}
 }
 
-func TestBadInputIntegration(t *testing.T) {
+func testErrorsBadInput(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
@@ -379,6 +390,107 @@ func TestBadInputIntegration(t *testing.T) {
 		pgRequireNoLocks(t, tg.DB, pid)
 		if err := tx.Commit(); err != nil {
 			t.Errorf("tx after bad calls: %v", err)
+		}
+	})
+}
+
+// testErrorsStatementTimeoutIsLockTimeout: a wait that a server-side
+// statement_timeout ends while ctx is live matches ErrLockTimeout, for the
+// plain functions and for the scopes with a longer Timeout.
+func testErrorsStatementTimeoutIsLockTimeout(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		keys := newPGKeys()
+		holder := pgtest.Conn(t, tg.DB)
+		db := pgOpenOne(t, tg)
+		pgtest.Exec(t, db, "SET statement_timeout = 150")
+		for _, tc := range []struct {
+			name string
+			wait func(key advisory.Key) error
+		}{
+			{"Lock", func(key advisory.Key) error {
+				conn := pgtest.Conn(t, db)
+				defer conn.Close()
+				return advisory.Lock(ctx, conn, key)
+			}},
+			{"WithXactLock", func(key advisory.Key) error {
+				return advisory.WithXactLock(ctx, db, key, func(context.Context, *sql.Tx) error { return nil },
+					advisory.Wait(time.Minute))
+			}},
+			{"WithSessionLock", func(key advisory.Key) error {
+				return advisory.WithSessionLock(ctx, db, key, func(context.Context, *sql.Conn) error { return nil },
+					advisory.Wait(time.Minute))
+			}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				key := keys.next()
+				if err := advisory.Lock(ctx, holder, key); err != nil {
+					t.Fatal(err)
+				}
+				defer func() { _ = advisory.Unlock(ctx, holder, key) }()
+				if err := tc.wait(key); !errors.Is(err, advisory.ErrLockTimeout) {
+					t.Fatalf("got %v; want ErrLockTimeout", err)
+				}
+				// The session keeps its statement_timeout unless it
+				// was closed; set it again for the next case.
+				pgtest.Exec(t, db, "SET statement_timeout = 150")
+			})
+		}
+	})
+}
+
+// testErrorsDeadlockVictimSurvives, a server fact shown with plain SQL and
+// database/sql, without the library's helpers: when the server breaks a
+// deadlock between two sessions' plain pg_advisory_lock calls, only the
+// victim's statement fails. Its session lives on and keeps the key it took
+// before, so a caller that pools it leaks that lock.
+// (TestErrorsIntegration/Deadlock shows that the library closes the
+// victim's session instead.)
+func testErrorsDeadlockVictimSurvives(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		keys := newPGKeys()
+		k := [2]advisory.Key{keys.next(), keys.next()}
+		conns := [2]*sql.Conn{pgtest.Conn(t, tg.DB), pgtest.Conn(t, tg.DB)}
+		var pids [2]int
+		for i, c := range conns {
+			pids[i] = pgtest.PID(t, c)
+			pgtest.Exec(t, c, "SET deadlock_timeout = '50ms'")
+			pgtest.Exec(t, c, "SELECT pg_advisory_lock("+pgArg(k[i])+")")
+		}
+		errs := make(chan [2]any, 2)
+		go func() {
+			_, err := conns[0].ExecContext(context.Background(), "SELECT pg_advisory_lock("+pgArg(k[1])+")")
+			errs <- [2]any{0, err}
+		}()
+		pgWaitWaiting(t, tg.DB, pids[0], k[1])
+		go func() {
+			_, err := conns[1].ExecContext(context.Background(), "SELECT pg_advisory_lock("+pgArg(k[0])+")")
+			errs <- [2]any{1, err}
+		}()
+
+		// The victim's statement fails with 40P01 first: the other wait
+		// is granted only once the victim lets go of its key.
+		first := <-errs
+		victim := first[0].(int)
+		if err, _ := first[1].(error); pgSQLState(err) != "40P01" {
+			t.Fatalf("the first statement to return gave %v; want SQLSTATE 40P01", err)
+		}
+		if got := pgtest.PID(t, conns[victim]); got != pids[victim] {
+			t.Fatalf("the victim's session changed from %d to %d", pids[victim], got)
+		}
+		// The victim still holds the key it took before the deadlock.
+		pgRequireHolds(t, tg.DB, pids[victim], k[victim], false)
+
+		// Releasing it lets the other session through.
+		pgtest.Exec(t, conns[victim], "SELECT pg_advisory_unlock_all()")
+		if second := <-errs; second[1] != nil {
+			t.Fatalf("the survivor's wait: %v", second[1])
+		}
+		for _, c := range conns {
+			pgtest.Exec(t, c, "SELECT pg_advisory_unlock_all()")
+			pgtest.Exec(t, c, "RESET deadlock_timeout")
 		}
 	})
 }
