@@ -146,7 +146,7 @@ func checkKey(key string) error {
 //
 // If the table is missing, Run creates it with [Setup] first, unless
 // [NoCreate] is given. Run itself needs SELECT and INSERT on the table.
-func Run(ctx context.Context, db *sql.DB, key string, fn Func, opts ...Option) (Result, error) {
+func Run(ctx context.Context, db *sql.DB, key string, fn Func, opts ...RunOption) (Result, error) {
 	switch {
 	case db == nil:
 		return Result{}, errNilDB
@@ -163,7 +163,7 @@ func Run(ctx context.Context, db *sql.DB, key string, fn Func, opts ...Option) (
 
 	res, found, err := lookup(ctx, db, table, key)
 	if code := sqlState(err); (code == undefinedTable || code == undefinedSchema) && !o.noCreate {
-		if err = setup(ctx, db, &o, table, o.table == DefaultTable); err != nil {
+		if err = setup(ctx, db, table, o.table == DefaultTable); err != nil {
 			return Result{}, err
 		}
 		res, found, err = lookup(ctx, db, table, key)

@@ -248,7 +248,7 @@ func TestRunOutcomesIntegration(t *testing.T) {
 					if !errors.Is(err, context.Canceled) {
 						t.Fatalf("Run = %v, want context.Canceled", err)
 					}
-					opts := []idempotency.Option{table}
+					opts := []idempotency.RunOption{table}
 					if tc.wait {
 						opts = append(opts, idempotency.Wait(pgtest.PollTimeout))
 					}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ func TestRunBadInput(t *testing.T) {
 		db   *sql.DB
 		key  string
 		fn   idempotency.Func
-		opts []idempotency.Option
+		opts []idempotency.RunOption
 		want error // nil: any error
 	}{
 		{name: "NilDB", key: "k", fn: nop},
@@ -32,9 +33,11 @@ func TestRunBadInput(t *testing.T) {
 		{name: "LongKey", db: db, key: strings.Repeat("k", idempotency.MaxKeyLen+1), fn: nop, want: idempotency.ErrBadKey},
 		{name: "InvalidUTF8", db: db, key: "k\xff", fn: nop, want: idempotency.ErrBadKey},
 		{name: "NUL", db: db, key: "k\x00", fn: nop, want: idempotency.ErrBadKey},
-		{name: "QuotedTable", db: db, key: "k", fn: nop, opts: []idempotency.Option{idempotency.Table(`ops"; DROP TABLE x; --`)}, want: idempotency.ErrBadOption},
-		{name: "ThreePartTable", db: db, key: "k", fn: nop, opts: []idempotency.Option{idempotency.Table("a.b.c")}, want: idempotency.ErrBadOption},
-		{name: "NegativeWait", db: db, key: "k", fn: nop, opts: []idempotency.Option{idempotency.Wait(-time.Second)}, want: idempotency.ErrBadOption},
+		{name: "QuotedTable", db: db, key: "k", fn: nop, opts: []idempotency.RunOption{idempotency.Table(`ops"; DROP TABLE x; --`)}, want: idempotency.ErrBadOption},
+		{name: "ThreePartTable", db: db, key: "k", fn: nop, opts: []idempotency.RunOption{idempotency.Table("a.b.c")}, want: idempotency.ErrBadOption},
+		{name: "NegativeWait", db: db, key: "k", fn: nop, opts: []idempotency.RunOption{idempotency.Wait(-time.Second)}, want: idempotency.ErrBadOption},
+		{name: "WaitTooLong", db: db, key: "k", fn: nop, opts: []idempotency.RunOption{idempotency.Wait((math.MaxInt32 + 1) * time.Millisecond)}, want: idempotency.ErrBadOption},
+		{name: "LastWaitCounts", db: db, key: "k", fn: nop, opts: []idempotency.RunOption{idempotency.Wait(time.Second), idempotency.Wait(-time.Second)}, want: idempotency.ErrBadOption},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -58,10 +58,11 @@ const (
 	purgeSQL       = `DELETE FROM %[1]s WHERE created_at < pg_catalog.now() - pg_catalog.make_interval(secs => $1)`
 )
 
-// setupKey is the lock that serialises the creation of the tables: a name
-// no operation key can have, since operation keys are checked to contain
-// no NUL byte.
-func setupKey(ns int32) advisory.Key { return advisory.NameKey(ns, "\x00setup") }
+// setupKey is the lock that serialises the creation of the tables, and of
+// schema pgadvisory, whatever the namespace of the operations: a name no
+// operation key can have, since operation keys are checked to contain no
+// NUL byte, in [DefaultNamespace], which keyspace reserves.
+var setupKey = advisory.NameKey(DefaultNamespace, "\x00setup")
 
 // Setup creates the processed-operations table, [DefaultTable] or the one
 // [Table] names, and its index on created_at, if they are missing. [Run]
@@ -80,8 +81,9 @@ func setupKey(ns int32) advisory.Key { return advisory.NameKey(ns, "\x00setup") 
 // with an index on created_at for [Purge]. Once it exists, Run needs only
 // SELECT and INSERT on it, and Purge DELETE.
 //
-// Setup runs in one transaction that first takes a transaction lock, so
-// that processes creating the table at once take turns. It looks the
+// Setup runs in one transaction that first takes a transaction lock, the
+// same whatever the table or the [Namespace] of Run, so that processes
+// creating tables at once take turns. It looks the
 // table up before creating it, so that a role without CREATE succeeds
 // when the table exists.
 //
@@ -98,13 +100,13 @@ func Setup(ctx context.Context, db *sql.DB, opts ...Option) error {
 	if err != nil {
 		return err
 	}
-	return setup(ctx, db, &o, table, o.table == DefaultTable)
+	return setup(ctx, db, table, o.table == DefaultTable)
 }
 
 // setup creates the quoted table, which is DefaultTable when byDefault, if
 // it is missing.
-func setup(ctx context.Context, db *sql.DB, o *options, table string, byDefault bool) error {
-	err := advisory.WithXactLock(ctx, db, setupKey(o.ns), func(ctx context.Context, tx *sql.Tx) error {
+func setup(ctx context.Context, db *sql.DB, table string, byDefault bool) error {
+	err := advisory.WithXactLock(ctx, db, setupKey, func(ctx context.Context, tx *sql.Tx) error {
 		var exists bool
 		if err := tx.QueryRowContext(ctx, probeSQL, table).Scan(&exists); err != nil {
 			return fmt.Errorf("look for the table: %w", err)

@@ -42,7 +42,7 @@ var ErrResponseTooLarge = errors.New("httplock: response too large to record")
 
 // idemOptions are the settings of [Idempotent].
 type idemOptions struct {
-	table    []idempotency.Option
+	table    []idempotency.RunOption
 	maxBody  int
 	methods  []string
 	require  bool
@@ -60,7 +60,9 @@ func newIdemOptions() idemOptions {
 // idempotency.Table accepts.
 func IdempotencyTable(name string) IdempotentOption {
 	err := idempotency.CheckTable(name)
-	return idemOption(func(o *options) { o.idem.table, o.idem.checkErr = []idempotency.Option{idempotency.Table(name)}, err })
+	return idemOption(func(o *options) {
+		o.idem.table, o.idem.checkErr = []idempotency.RunOption{idempotency.Table(name)}, err
+	})
 }
 
 // MaxResponseBytes sets the largest response body that [Idempotent]
