@@ -3,7 +3,6 @@ package advisory_test
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"testing"
 	"time"
 
@@ -174,33 +173,4 @@ func inTx(ctx context.Context, db *sql.DB, f func(*sql.Tx) error) error {
 		return err
 	}
 	return tx.Commit()
-}
-
-// TestXactLockRunOutKeepsTxIntegration proves that a wait in a caller's
-// transaction that its lock_timeout ends leaves the transaction as it was:
-// the error is ErrLockTimeout, and the transaction goes on and commits.
-func TestXactLockRunOutKeepsTxIntegration(t *testing.T) {
-	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
-		t.Parallel()
-		ctx := context.Background()
-		key := newPGKeys().nextPair()
-		holder := pgtest.Conn(t, tg.DB)
-		if err := advisory.Lock(ctx, holder, key); err != nil {
-			t.Fatal(err)
-		}
-		defer advisory.Unlock(ctx, holder, key)
-		tx, err := tg.DB.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback()
-		pgtest.Exec(t, tx, "SET LOCAL lock_timeout = '1500ms'")
-		if err := advisory.XactLock(ctx, tx, key); !errors.Is(err, advisory.ErrLockTimeout) {
-			t.Fatalf("XactLock on a held key under lock_timeout = %v; want ErrLockTimeout", err)
-		}
-		pgtest.Exec(t, tx, "SELECT 1")
-		if err := tx.Commit(); err != nil {
-			t.Fatalf("commit after the wait ran out: %v", err)
-		}
-	})
 }

@@ -11,7 +11,17 @@ import (
 	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
-// Integration tests of the transaction lock functions on *sql.Tx.
+// Integration tests of the transaction lock functions on *sql.Tx
+// (xact.go).
+
+// TestXactIntegration runs the integration tests of the transaction lock
+// functions, one subtest a theme, each on every server and driver.
+func TestXactIntegration(t *testing.T) {
+	t.Run("Release", testXactRelease)
+	t.Run("XactLockKeys", testXactLockKeys)
+	t.Run("XactLockCancel", testXactLockCancel)
+	t.Run("XactLockRunOutKeepsTx", testXactLockRunOutKeepsTx)
+}
 
 // pgXactLockFunc takes key in tx and reports whether it did.
 type pgXactLockFunc struct {
@@ -35,7 +45,7 @@ var pgXactLockFuncs = []pgXactLockFunc{
 	}},
 }
 
-func TestXactReleaseIntegration(t *testing.T) {
+func testXactRelease(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
@@ -85,7 +95,7 @@ func TestXactReleaseIntegration(t *testing.T) {
 	})
 }
 
-func TestXactLockKeysIntegration(t *testing.T) {
+func testXactLockKeys(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
@@ -114,7 +124,7 @@ func TestXactLockKeysIntegration(t *testing.T) {
 	})
 }
 
-func TestXactLockCancelIntegration(t *testing.T) {
+func testXactLockCancel(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		keys := newPGKeys()
@@ -158,6 +168,35 @@ func TestXactLockCancelIntegration(t *testing.T) {
 				})
 				pgtest.AwaitFree(t, tg.DB, k)
 			})
+		}
+	})
+}
+
+// testXactLockRunOutKeepsTx proves that a wait in a caller's
+// transaction that its lock_timeout ends leaves the transaction as it was:
+// the error is ErrLockTimeout, and the transaction goes on and commits.
+func testXactLockRunOutKeepsTx(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		key := newPGKeys().nextPair()
+		holder := pgtest.Conn(t, tg.DB)
+		if err := advisory.Lock(ctx, holder, key); err != nil {
+			t.Fatal(err)
+		}
+		defer advisory.Unlock(ctx, holder, key)
+		tx, err := tg.DB.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		pgtest.Exec(t, tx, "SET LOCAL lock_timeout = '1500ms'")
+		if err := advisory.XactLock(ctx, tx, key); !errors.Is(err, advisory.ErrLockTimeout) {
+			t.Fatalf("XactLock on a held key under lock_timeout = %v; want ErrLockTimeout", err)
+		}
+		pgtest.Exec(t, tx, "SELECT 1")
+		if err := tx.Commit(); err != nil {
+			t.Fatalf("commit after the wait ran out: %v", err)
 		}
 	})
 }

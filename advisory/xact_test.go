@@ -8,6 +8,7 @@ import (
 
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+	"github.com/pgadvisory/pgadvisory/mock"
 )
 
 func TestXactSQL(t *testing.T) {
@@ -162,5 +163,107 @@ func TestXactBadInput(t *testing.T) {
 		if err := call(); err == nil {
 			t.Errorf("%s: no error for bad input", name)
 		}
+	}
+}
+
+func TestXactLockWaitsUnderSavepoint(t *testing.T) {
+	t.Parallel()
+	k1, k2 := advisory.Int64Key(1), advisory.Int64Key(2)
+	tests := []struct {
+		name   string
+		call   func(context.Context, *sql.Tx) error
+		try    string
+		shared bool
+		keys   []sqltext.Key
+	}{
+		{name: "XactLock", call: func(ctx context.Context, tx *sql.Tx) error { return advisory.XactLock(ctx, tx, k42) },
+			try: sqltext.TryLock(sqltext.Guarded, true, false, sqltext.KeyOf(k42)), keys: []sqltext.Key{sqltext.KeyOf(k42)}},
+		{name: "XactLockShared", call: func(ctx context.Context, tx *sql.Tx) error { return advisory.XactLockShared(ctx, tx, k42) },
+			try: sqltext.TryLock(sqltext.Guarded, true, true, sqltext.KeyOf(k42)), shared: true, keys: []sqltext.Key{sqltext.KeyOf(k42)}},
+		{name: "XactLockKeys", call: func(ctx context.Context, tx *sql.Tx) error { return advisory.XactLockKeys(ctx, tx, k2, k1) },
+			keys: []sqltext.Key{sqltext.KeyOf(k1), sqltext.KeyOf(k2)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tx, m := mockTx(t)
+			if tt.try != "" {
+				m.ExpectExec(tt.try).WithoutArgs().WillReturnResult(rows(0))
+				m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+			}
+			slice := sqltext.GuardedXactSlice(sqltext.Guarded, tt.shared, 1100, tt.keys...)
+			m.ExpectExec(sqltext.InSavepoint(false, slice)).WithoutArgs().WillReturnError(errRanOut)
+			if tt.try == "" {
+				// Several keys read the settings after the first slice,
+				// out of the aborted savepoint.
+				m.ExpectExec(sqltext.RollbackToWaitSavepoint).WithoutArgs().WillReturnResult(rows(0))
+				m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+			}
+			m.ExpectExec(sqltext.InSavepoint(true, slice)).WithoutArgs().WillReturnResult(rows(1))
+			m.ExpectCommit()
+			if err := tt.call(context.Background(), tx); err != nil {
+				t.Fatalf("got %v; want nil once the second slice takes the lock", err)
+			}
+			// The caller's transaction outlived the slice that ran out.
+			if err := tx.Commit(); err != nil {
+				t.Fatalf("commit after the wait: %v", err)
+			}
+		})
+	}
+}
+
+// TestXactWaitRefused: a guarded transaction slice that the server refuses
+// took nothing. In a transaction of the caller's, the wait rolls back to
+// its savepoint and releases it (LeaveWaitSavepoint), which leaves the
+// transaction as it was, usable; in a transaction scope's own, it rolls
+// back and begins the next transaction, and the scope rolls that back.
+// Either way the wait returns the refusal.
+func TestXactWaitRefused(t *testing.T) {
+	t.Parallel()
+	key := sqltext.KeyOf(k42)
+	keys := []sqltext.Key{sqltext.KeyOf(advisory.Int64Key(1)), sqltext.KeyOf(advisory.Int64Key(2))}
+	for _, r := range refusals {
+		t.Run("XactLock"+r.name, func(t *testing.T) {
+			t.Parallel()
+			tx, m := mockTx(t)
+			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, true, false, key)).WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+			m.ExpectExec(sqltext.InSavepoint(false, sqltext.GuardedXactSlice(sqltext.Guarded, false, 1100, key))).WithoutArgs().WillReturnError(r.err)
+			m.ExpectExec(sqltext.LeaveWaitSavepoint).WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectExec("UPDATE jobs SET done = true").WillReturnResult(rows(1))
+			m.ExpectCommit()
+			checkRefused(t, advisory.XactLock(context.Background(), tx, k42), r.wantErr, r.err)
+			// The caller's transaction is as it was before the wait.
+			if _, err := tx.ExecContext(context.Background(), "UPDATE jobs SET done = true"); err != nil {
+				t.Fatalf("the transaction after a refused slice: %v", err)
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatalf("commit after a refused slice: %v", err)
+			}
+		})
+		t.Run("XactLockKeys"+r.name, func(t *testing.T) {
+			t.Parallel()
+			tx, m := mockTx(t)
+			m.ExpectExec(sqltext.InSavepoint(false, sqltext.GuardedXactSlice(sqltext.Guarded, false, 1100, keys...))).WithoutArgs().WillReturnError(r.err)
+			m.ExpectExec(sqltext.LeaveWaitSavepoint).WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectRollback()
+			err := advisory.XactLockKeys(context.Background(), tx, advisory.Int64Key(2), advisory.Int64Key(1))
+			checkRefused(t, err, r.wantErr, r.err)
+		})
+		t.Run("WithXactLock"+r.name, func(t *testing.T) {
+			t.Parallel()
+			db, m := mock.New(t, exactSQL)
+			m.ExpectBegin()
+			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, true, false, key)).WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+			m.ExpectExec("ROLLBACK; BEGIN; " + sqltext.GuardedXactSlice(sqltext.Guarded, false, 1100, key)).WithoutArgs().WillReturnError(r.err)
+			m.ExpectExec("ROLLBACK; BEGIN").WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectRollback()
+			err := advisory.WithXactLock(context.Background(), db, k42, func(context.Context, *sql.Tx) error {
+				t.Error("fn called under a refused lock")
+				return nil
+			})
+			checkRefused(t, err, r.wantErr, r.err)
+		})
 	}
 }
