@@ -24,7 +24,6 @@ type options struct {
 	minBackoff time.Duration
 	maxBackoff time.Duration
 	fencing    bool
-	err        error
 }
 
 // defaultHeartbeat is the interval of a lease's heartbeat when Heartbeat
@@ -32,34 +31,30 @@ type options struct {
 const defaultHeartbeat = 5 * time.Second
 
 // Heartbeat sets the interval of the lease's heartbeat: a lost lead is
-// noticed within 2d. The default is 5 seconds; d must be at least a
-// millisecond.
+// noticed within 2d. The default is 5 seconds. d must be at least a
+// millisecond: [Run] returns an error matching [advisory.ErrBadOption]
+// for a shorter one. Of several Heartbeat options, the last one counts.
 func Heartbeat(d time.Duration) Option {
-	return func(o *options) {
-		if d < time.Millisecond {
-			o.err = fmt.Errorf("leader: heartbeat %v is shorter than a millisecond", d)
-		}
-		o.heartbeat = d
-	}
+	return func(o *options) { o.heartbeat = d }
 }
 
 // Backoff sets how long Run waits before it campaigns again after a lost
 // lead or a failed campaign: min at first, doubling with each failure in a
 // row up to max, with up to a quarter more at random so that candidates
-// spread out. The defaults are 100 milliseconds and 10 seconds.
+// spread out. The defaults are 100 milliseconds and 10 seconds. min must
+// be positive and max at least min: [Run] returns an error matching
+// [advisory.ErrBadOption] otherwise. Of several Backoff options, the last
+// one counts.
 func Backoff(min, max time.Duration) Option {
-	return func(o *options) {
-		if min <= 0 || max < min {
-			o.err = fmt.Errorf("leader: backoff from %v to %v: want 0 < min <= max", min, max)
-		}
-		o.minBackoff, o.maxBackoff = min, max
-	}
+	return func(o *options) { o.minBackoff, o.maxBackoff = min, max }
 }
 
 // Fencing makes each lease carry a fencing token, as [advisory.Fencing]
 // says: fn reads it with l.Token().
 func Fencing() Option { return func(o *options) { o.fencing = true } }
 
+// parse applies opts, in order, over the defaults, skipping nil options,
+// and checks the result: an error wraps advisory.ErrBadOption.
 func parse(opts []Option) (options, error) {
 	o := options{heartbeat: defaultHeartbeat, minBackoff: 100 * time.Millisecond, maxBackoff: 10 * time.Second}
 	for _, opt := range opts {
@@ -67,7 +62,13 @@ func parse(opts []Option) (options, error) {
 			opt(&o)
 		}
 	}
-	return o, o.err
+	switch {
+	case o.heartbeat < time.Millisecond:
+		return o, fmt.Errorf("leader: %w: Heartbeat(%v) must be at least a millisecond", advisory.ErrBadOption, o.heartbeat)
+	case o.minBackoff <= 0 || o.maxBackoff < o.minBackoff:
+		return o, fmt.Errorf("leader: %w: Backoff(%v, %v): want 0 < min <= max", advisory.ErrBadOption, o.minBackoff, o.maxBackoff)
+	}
+	return o, nil
 }
 
 // releaseTimeout bounds the release of a lease once fn has returned.
