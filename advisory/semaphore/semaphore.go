@@ -23,7 +23,6 @@ type options struct {
 	heartbeat time.Duration
 	fencing   bool
 	recheck   time.Duration
-	err       error
 	rang      func(woken int64, err error) // for tests: called after each ring
 	trace     func(event string)           // for tests: called at each step of a wait or a ring
 }
@@ -36,14 +35,10 @@ func (s *Semaphore) tracef(format string, args ...any) {
 }
 
 // Heartbeat sets the interval of each slot's lease heartbeat, as
-// [advisory.Heartbeat] says. The default is 5 seconds.
+// [advisory.Heartbeat] says. The default is 5 seconds. d must be at least
+// a millisecond; of several Heartbeat options, the last one counts.
 func Heartbeat(d time.Duration) Option {
-	return func(o *options) {
-		if d < time.Millisecond {
-			o.err = fmt.Errorf("semaphore: heartbeat %v is shorter than a millisecond", d)
-		}
-		o.heartbeat = d
-	}
+	return func(o *options) { o.heartbeat = d }
 }
 
 // Fencing makes each slot's lease carry a fencing token, as
@@ -58,14 +53,10 @@ func Fencing() Option { return func(o *options) { o.fencing = true } }
 // that a statement holds ([advisory.WaitSlice]), and a longer d waits in
 // statements of a second. Each waiter sends one statement per recheck. A
 // shorter d polls the server more often. d must be at least a
-// millisecond and at most math.MaxInt32 milliseconds.
+// millisecond and at most math.MaxInt32 milliseconds; of several Recheck
+// options, the last one counts.
 func Recheck(d time.Duration) Option {
-	return func(o *options) {
-		if d < time.Millisecond {
-			o.err = fmt.Errorf("semaphore: recheck %v is shorter than a millisecond", d)
-		}
-		o.recheck = d
-	}
+	return func(o *options) { o.recheck = d }
 }
 
 // maxSlots bounds n: every slot is one lock in the server's lock table
@@ -91,7 +82,7 @@ type Semaphore struct {
 // package documentation lays them out. It checks nothing on the server.
 // Bad arguments (a nil db, n out of 1..65536, a bigint base whose slots
 // would pass the largest bigint, an option out of range) are reported by
-// every acquisition.
+// every acquisition; an option's error matches [advisory.ErrBadOption].
 func New(db *sql.DB, base advisory.Key, n int, opts ...Option) *Semaphore {
 	s := &Semaphore{db: db, base: base, n: n, o: options{heartbeat: scope.DefaultHeartbeat, recheck: scope.DefaultSlice}}
 	for _, opt := range opts {
@@ -101,11 +92,11 @@ func New(db *sql.DB, base advisory.Key, n int, opts ...Option) *Semaphore {
 	}
 	v, isInt := base.Int64()
 	switch {
-	case s.o.err != nil:
-		s.err = s.o.err
-	case s.o.recheck <= 0 || s.o.recheck > math.MaxInt32*time.Millisecond:
+	case s.o.heartbeat < time.Millisecond:
+		s.err = fmt.Errorf("semaphore: %w: Heartbeat(%v) must be at least a millisecond", advisory.ErrBadOption, s.o.heartbeat)
+	case s.o.recheck < time.Millisecond || s.o.recheck > math.MaxInt32*time.Millisecond:
 		// Recheck's range is that of lock_timeout.
-		s.err = fmt.Errorf("semaphore: recheck %v: %w: want more than 0 and at most %d ms", s.o.recheck, advisory.ErrBadOption, math.MaxInt32)
+		s.err = fmt.Errorf("semaphore: %w: Recheck(%v): want 1 to %d ms", advisory.ErrBadOption, s.o.recheck, math.MaxInt32)
 	case db == nil:
 		s.err = errors.New("semaphore: nil *sql.DB")
 	case n < 1 || n > maxSlots:
