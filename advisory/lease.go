@@ -170,7 +170,7 @@ func acquireOnce(ctx context.Context, db *sql.DB, key sqltext.Key, o *scope.Opti
 	}
 	form := scope.ConnForm(conn)
 	op := o.LockOp(false)
-	acquired, err := scope.Take(ctx, o.Observed(), conn, op, []sqltext.Key{key}, o, form)
+	acquired, err := scope.Take(ctx, o.Observed(), scope.SQLConn(conn), op, []sqltext.Key{key}, o, form)
 	if err == nil && o.Try && !acquired {
 		err = scope.FailKind(op, key.String(), ErrNotAcquired, nil)
 	}

@@ -106,29 +106,23 @@ func UnlockAll(ctx context.Context, conn *sql.Conn) error {
 	if conn == nil {
 		return errNilConn
 	}
-	rctx, cancel := scope.ReleaseContext(ctx)
-	defer cancel()
-	if _, err := scope.Run(rctx, conn, sqltext.UnlockAll); err != nil {
-		scope.Discard(conn)
-		return scope.Fail(rctx, "unlock all", "", err)
-	}
-	return nil
+	return scope.UnlockAll(ctx, scope.SQLConn(conn))
 }
 
 // acquire takes keys on conn; see [scope.Acquire].
 func acquire(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, stmt sqltext.Stmt) (bool, error) {
-	return scope.Acquire(ctx, conn, op, keys, stmt)
+	return scope.Acquire(ctx, scope.SQLConn(conn), op, keys, stmt)
 }
 
 // wait waits for session locks on keys on conn, in slices; see
 // [scope.Take].
 func wait(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, shared bool) error {
 	o := scope.Options{Shared: shared}
-	_, err := scope.Take(ctx, scope.DefaultHooks(), conn, op, keys, &o, scope.ConnForm(conn))
+	_, err := scope.Take(ctx, scope.DefaultHooks(), scope.SQLConn(conn), op, keys, &o, scope.ConnForm(conn))
 	return err
 }
 
 // release releases keys on conn; see [scope.Release].
 func release(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, stmt sqltext.Stmt) error {
-	return scope.Release(ctx, conn, op, keys, stmt)
+	return scope.Release(ctx, scope.SQLConn(conn), op, keys, stmt)
 }

@@ -88,5 +88,5 @@ func WithSessionLockConn(ctx context.Context, conn *sql.Conn, key Key, fn func(c
 	if err != nil {
 		return err
 	}
-	return scope.Session(ctx, conn, key.sql(), fn, &o, false)
+	return scope.SessionScope(ctx, conn, key.sql(), fn, &o, false)
 }

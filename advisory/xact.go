@@ -68,11 +68,11 @@ func XactLockKeys(ctx context.Context, tx *sql.Tx, keys ...Key) error {
 // under a savepoint; see [scope.XactTake].
 func xactWait(ctx context.Context, tx *sql.Tx, op string, keys []sqltext.Key, shared bool) error {
 	o := scope.Options{Shared: shared}
-	_, err := scope.XactTake(ctx, scope.DefaultHooks(), tx, false, op, keys, &o, scope.TxForm(ctx, tx))
+	_, err := scope.XactTake(ctx, scope.DefaultHooks(), scope.SQLTx(tx), false, op, keys, &o, scope.TxForm(ctx, tx))
 	return err
 }
 
 // xactAcquire takes keys in tx; see [scope.XactAcquire].
 func xactAcquire(ctx context.Context, tx *sql.Tx, op string, keys []sqltext.Key, stmt sqltext.Stmt) (bool, error) {
-	return scope.XactAcquire(ctx, tx, op, keys, stmt)
+	return scope.XactAcquire(ctx, scope.SQLTx(tx), op, keys, stmt)
 }

@@ -5,5 +5,13 @@
 // it directly, so each of them takes locks, reports failures and expects
 // statements exactly as advisory does.
 //
+// The lock calls, the waits in slices and the scopes' lock and unlock
+// statements run on a seam (seam.go): a [Session] or [Tx] that executes a
+// statement, reads one row, and is discarded or ends. database/sql's are
+// [SQLConn] and [SQLTx] (sqlsession.go), which carry what only
+// database/sql needs: lib/pq's watchdog, the discard through Raw, pgx's
+// pool discard. The leases, the Locker's carriers and the engine cache
+// still work on *sql.Conn and *sql.DB.
+//
 // It imports the standard library and internal/sqltext only.
 package scope

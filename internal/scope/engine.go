@@ -73,35 +73,42 @@ func (e *EngineError) Unwrap() error { return ErrUnsupportedEngine }
 // its conn is discarded, as after a failed lock statement: a driver may
 // have left a cancel in flight that would hit the next statement.
 func CheckSession(ctx context.Context, conn *sql.Conn, op, keys string) error {
-	if conn == nil {
-		return nil // the lock call reports the nil conn itself
+	return checkSession(ctx, SQLConn(conn), op, keys)
+}
+
+// checkSession is [CheckSession] on s, a session of any front end, which
+// knows its engine ([Querier.Engine]). A probe that fails discards s.
+func checkSession(ctx context.Context, s Session, op, keys string) error {
+	if s == nil {
+		return nil // the lock call reports the nil session itself
 	}
-	dc, ok := identify(conn)
-	if !ok {
-		return nil // conn is closed: the lock statement fails itself
+	e, err := s.Engine(ctx)
+	if e == nil && err == nil {
+		return nil // s has ended: the lock statement fails itself
 	}
-	e, err := engineOfConn(ctx, dc, conn)
 	err = check(ctx, e, err, false, op, keys)
 	if err != nil && !errors.Is(err, ErrUnsupportedEngine) {
-		Discard(conn)
+		s.Discard()
 	}
 	return err
 }
 
 // CheckXact is [CheckSession] for a transaction lock in tx. A probe runs
-// in tx; if it fails, tx has failed, and the caller rolls it back.
-//
-// A *sql.Tx has no Raw: its driver connection is the one the watchdog
-// finds ([txDriverConn]). When it cannot be found, because tx has ended
-// (the lock statement then fails itself) or this Go release lays
-// database/sql out otherwise (TestTxDriverConn fails first), the lock
-// goes unchecked.
+// in tx; if it fails, tx has failed, and the caller rolls it back. See
+// [sqlTx.Engine] for a tx whose driver connection cannot be found.
 func CheckXact(ctx context.Context, tx *sql.Tx, op, keys string) error {
-	c := txDriverConn(tx)
-	if c == nil {
+	return checkXact(ctx, SQLTx(tx), op, keys)
+}
+
+// checkXact is [CheckXact] on tx, a transaction of any front end.
+func checkXact(ctx context.Context, tx Tx, op, keys string) error {
+	if tx == nil {
 		return nil
 	}
-	e, err := engineOfConn(ctx, driverConnOf(c), tx)
+	e, err := tx.Engine(ctx)
+	if e == nil && err == nil {
+		return nil
+	}
 	return check(ctx, e, err, true, op, keys)
 }
 
@@ -208,10 +215,10 @@ func identify(conn *sql.Conn) (driverConn, bool) {
 }
 
 // engineOfConn returns the engine behind dc, identifying it first with q,
-// a *sql.Conn or *sql.Tx on it. A driver connection that is not a pointer
-// cannot be remembered, and is probed on every call; the drivers known to
-// database/sql's users all have pointers.
-func engineOfConn(ctx context.Context, dc driverConn, q Queryer) (*Engine, error) {
+// the [SQLConn] or [SQLTx] of a *sql.Conn or *sql.Tx on it. A driver
+// connection that is not a pointer cannot be remembered, and is probed on
+// every call; the drivers known to database/sql's users all have pointers.
+func engineOfConn(ctx context.Context, dc driverConn, q Querier) (*Engine, error) {
 	p := dc.p
 	if p != nil {
 		if e, ok := connEngines.load(p); ok {
@@ -223,11 +230,10 @@ func engineOfConn(ctx context.Context, dc driverConn, q Queryer) (*Engine, error
 			}
 		}
 	}
-	pr, err := probeEngine(ctx, q)
+	e, err := IdentifyEngine(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	e := classify(pr)
 	if p == nil {
 		return &e, nil
 	}
@@ -250,7 +256,7 @@ func engineOfDB(ctx context.Context, db *sql.DB, q Queryer) (*Engine, error) {
 	var err error
 	switch q := q.(type) {
 	case *sql.Tx:
-		e, err = engineOfConn(ctx, driverConnOf(txDriverConn(q)), q)
+		e, err = engineOfConn(ctx, driverConnOf(txDriverConn(q)), SQLTx(q))
 	case *sql.Conn:
 		e, err = engineOfSession(ctx, q)
 	default:
@@ -274,7 +280,7 @@ func engineOfSession(ctx context.Context, conn *sql.Conn) (*Engine, error) {
 	if !ok {
 		return nil, sql.ErrConnDone
 	}
-	e, err := engineOfConn(ctx, dc, conn)
+	e, err := engineOfConn(ctx, dc, SQLConn(conn))
 	if err != nil {
 		Discard(conn)
 	}
@@ -353,27 +359,38 @@ type probed struct {
 	citusGroup                      int64
 }
 
+// IdentifyEngine asks q which engine serves its session, with one round
+// trip ([sqltext.EngineProbe]; two on Citus). A front end's
+// [Querier.Engine] calls it once per server session and remembers the
+// answer.
+func IdentifyEngine(ctx context.Context, q Querier) (Engine, error) {
+	p, err := probeEngine(ctx, q)
+	if err != nil {
+		return Engine{}, err
+	}
+	return classify(p), nil
+}
+
 // probeEngine asks q what serves it. An engine that refuses [sqltext.EngineProbe]
 // with an error of its own (a SQLSTATE) is asked version() alone; in a
 // transaction that cannot work, since the refusal failed it, and the
 // refusal is returned.
-func probeEngine(ctx context.Context, q Queryer) (probed, error) {
-	defer Watch(ctx, q)()
+func probeEngine(ctx context.Context, q Querier) (probed, error) {
 	var p probed
-	err := q.QueryRowContext(ctx, sqltext.EngineProbe).
+	err := q.QueryRow(ctx, sqltext.EngineProbe).
 		Scan(&p.version, &p.application, &p.ybLocks, &p.ybSilence, &p.neon, &p.citus)
 	if err != nil {
 		if SQLState(err) == "" || ctx.Err() != nil {
 			return probed{}, err
 		}
 		p = probed{}
-		if q.QueryRowContext(ctx, sqltext.EngineVersion).Scan(&p.version) != nil {
+		if q.QueryRow(ctx, sqltext.EngineVersion).Scan(&p.version) != nil {
 			return probed{}, err
 		}
 		return p, nil
 	}
 	if p.citus.Valid {
-		if err := q.QueryRowContext(ctx, sqltext.CitusGroup).Scan(&p.citusGroup); err != nil {
+		if err := q.QueryRow(ctx, sqltext.CitusGroup).Scan(&p.citusGroup); err != nil {
 			return probed{}, err
 		}
 	}

@@ -71,7 +71,7 @@ func DBForm(db *sql.DB) sqltext.Form {
 // descends from the context the scope gave its fn, gets the scope's form,
 // which the scope knew from its *sql.DB ([DBForm]).
 func TxForm(ctx context.Context, tx *sql.Tx) sqltext.Form {
-	if s, ok := ctx.Value(xactScopeKey{}).(*xactScope); ok && s.tx == tx && tx != nil {
+	if s, ok := ctx.Value(xactScopeKey{}).(*xactScope); ok && tx != nil && s.tx == SQLTx(tx) {
 		return s.form
 	}
 	return sqltext.Inline

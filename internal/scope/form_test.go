@@ -84,7 +84,7 @@ func TestTxForm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scoped := context.WithValue(ctx, xactScopeKey{}, &xactScope{tx: tx, owned: true, form: sqltext.Params})
+	scoped := context.WithValue(ctx, xactScopeKey{}, &xactScope{tx: SQLTx(tx), owned: true, form: sqltext.Params})
 	tests := []struct {
 		name string
 		ctx  context.Context

@@ -14,17 +14,18 @@ import (
 // session that bears a lease's mark (see internal/sqltext's guard.go). A
 // lease's own calls are the exception: its session bears its own mark,
 // and a lock taken there on another key is the caller's to take. The
-// calls that run for a lease are known by the connection, when they are
+// calls that run for a lease are known by the session, when they are
 // made on the lease's *sql.Conn, and otherwise by the context, when it
 // descends from the lease's (the fn of a session scope, or
 // [Lease.Context]).
 
-// markedConns holds the *sql.Conns on which a lease of this process has
+// markedSessions holds the [Session]s on which a lease of this process has
 // left its mark; marks counts them, so that a process without a lease on
-// a caller's conn looks nothing up.
+// a caller's session looks nothing up. A database/sql session is its
+// [SQLConn], which is its *sql.Conn under another type.
 var (
-	markedConns sync.Map
-	marks       atomic.Int64
+	markedSessions sync.Map
+	marks          atomic.Int64
 )
 
 // ownMarkKey is the context key that tells a call runs for a lease.
@@ -41,26 +42,31 @@ func withOwnMark(ctx context.Context) context.Context {
 // nothing, since no caller makes calls on that connection but through the
 // lease's context.
 func holdMark(conn *sql.Conn) {
-	if _, loaded := markedConns.LoadOrStore(conn, struct{}{}); !loaded {
+	if _, loaded := markedSessions.LoadOrStore(SQLConn(conn), struct{}{}); !loaded {
 		marks.Add(1)
 	}
 }
 
 func dropMark(conn *sql.Conn) {
-	if _, loaded := markedConns.LoadAndDelete(conn); loaded {
+	if _, loaded := markedSessions.LoadAndDelete(SQLConn(conn)); loaded {
 		marks.Add(-1)
 	}
 }
 
-// ConnGuard returns what a lock call on conn, under ctx, checks before it
-// takes a lock: everything, unless the call runs for a lease of conn's.
-func ConnGuard(ctx context.Context, conn *sql.Conn) sqltext.Guard {
-	if marks.Load() > 0 {
-		if _, ok := markedConns.Load(conn); ok {
+// SessionGuard returns what a lock call on s, under ctx, checks before it
+// takes a lock: everything, unless the call runs for a lease of s's.
+func SessionGuard(ctx context.Context, s Session) sqltext.Guard {
+	if marks.Load() > 0 && s != nil {
+		if _, ok := markedSessions.Load(s); ok {
 			return sqltext.OwnMark
 		}
 	}
 	return TxGuard(ctx)
+}
+
+// ConnGuard is [SessionGuard] on conn's session.
+func ConnGuard(ctx context.Context, conn *sql.Conn) sqltext.Guard {
+	return SessionGuard(ctx, SQLConn(conn))
 }
 
 // TxGuard returns what a lock call on a transaction, under ctx, checks:

@@ -55,11 +55,11 @@ func WithXact(ctx context.Context, p Pool, key sqltext.Key, fn func(context.Cont
 
 // WithSession is the whole of a session scope that takes its own
 // connection, as advisory.WithSessionLock: it takes one from p and runs
-// [Session] on it, which owns it.
+// [SessionScope] on it, which owns it.
 func WithSession(ctx context.Context, p Pool, key sqltext.Key, fn func(context.Context, *sql.Conn) error, o *Options) error {
 	conn, err := p.Conn(ctx)
 	if err != nil {
 		return Fail(ctx, "connect", "", err)
 	}
-	return Session(ctx, conn, key, fn, o, true)
+	return SessionScope(ctx, conn, key, fn, o, true)
 }

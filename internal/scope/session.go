@@ -9,7 +9,7 @@ import (
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 )
 
-// Session runs a session scope on conn: it takes key as o says, runs fn
+// SessionScope runs a session scope on conn: it takes key as o says, runs fn
 // with a context that ends when fn returns, and ends the scope with one
 // statement that releases key (every session lock, when owned) and finds
 // out whether fn left a transaction open. When owned, the scope took conn
@@ -20,10 +20,11 @@ import (
 // held when fn returned, so fn ran under the lock for its whole length. A
 // panic in fn releases the lock before the panic goes on, whenever the
 // session still answers.
-func Session(ctx context.Context, conn *sql.Conn, key sqltext.Key, fn func(context.Context, *sql.Conn) error, o *Options, owned bool) error {
+func SessionScope(ctx context.Context, conn *sql.Conn, key sqltext.Key, fn func(context.Context, *sql.Conn) error, o *Options, owned bool) error {
 	form := ConnForm(conn) // conn's driver, through Raw: a scope's conn and a caller's alike
+	s := SQLConn(conn)
 	op := o.LockOp(false)
-	acquired, err := Take(ctx, o.Observed(), conn, op, []sqltext.Key{key}, o, form)
+	acquired, err := Take(ctx, o.Observed(), s, op, []sqltext.Key{key}, o, form)
 	if err == nil && o.Try && !acquired {
 		err = FailKind(op, key.String(), ErrNotAcquired, nil)
 	}
@@ -53,7 +54,7 @@ func Session(ctx context.Context, conn *sql.Conn, key sqltext.Key, fn func(conte
 		defer context.AfterFunc(lease.Context(), cancelFn)()
 		fnCtx = withOwnMark(fnCtx)
 	}
-	e := sessionEnd{conn: conn, key: key, o: o, owned: owned, cancelFn: cancelFn}
+	e := sessionEnd{conn: conn, s: s, key: key, o: o, owned: owned, cancelFn: cancelFn}
 	if lease != nil {
 		e.mark = lease.mark
 	}
@@ -80,7 +81,8 @@ func Session(ctx context.Context, conn *sql.Conn, key sqltext.Key, fn func(conte
 
 // sessionEnd ends a session scope.
 type sessionEnd struct {
-	conn     *sql.Conn
+	conn     *sql.Conn // fn's, and the lease's
+	s        Session   // conn's, for the statement that ends the scope
 	key      sqltext.Key
 	o        *Options
 	owned    bool
@@ -96,7 +98,7 @@ func (e *sessionEnd) run(ctx context.Context, discard bool) error {
 	rctx, cancel := detachedContext(ctx)
 	defer cancel()
 	stmt := e.o.EndStatement(e.key, e.owned, e.mark)
-	n, err := Run(rctx, e.conn, stmt)
+	n, err := run(rctx, e.s, stmt)
 	if e.owned && err != nil && rctx.Err() == nil && SQLState(err) == "57014" {
 		// A cancel request that came too late for the statement it was
 		// sent for (a driver set to send them, such as pgx with its
@@ -107,7 +109,7 @@ func (e *sessionEnd) run(ctx context.Context, discard bool) error {
 		// ends with pg_advisory_unlock_all(), so sending it again cannot
 		// release a lock twice. A caller's conn may hold the key stacked:
 		// its scope reports the lock in doubt instead.
-		n, err = Run(rctx, e.conn, stmt)
+		n, err = run(rctx, e.s, stmt)
 	}
 	txOpen := err == nil && n >= 2 || SQLState(err) == "25P02"
 	if txOpen {
@@ -132,7 +134,7 @@ func (e *sessionEnd) end(n int64, err error, txOpen bool, op, keys string, disca
 	switch {
 	case err == nil && n == 1:
 		if discard {
-			Discard(e.conn)
+			e.s.Discard()
 		}
 		e.close()
 		return nil
@@ -140,11 +142,11 @@ func (e *sessionEnd) end(n int64, err error, txOpen bool, op, keys string, disca
 		// run has ended the session under it (closeUnderTx).
 		return FailKind(op, keys, errTxLeftOpen, err)
 	case err == nil:
-		Discard(e.conn)
+		e.s.Discard()
 		e.close()
 		return FailKind(op, keys, ErrLockLost, nil)
 	}
-	Discard(e.conn)
+	e.s.Discard()
 	e.close()
 	return FailKind(op, keys, ErrLockLost, err)
 }

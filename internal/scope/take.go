@@ -2,14 +2,13 @@ package scope
 
 import (
 	"context"
-	"database/sql"
 	"slices"
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 )
 
-// Take takes session locks on keys on conn as operation op, as o says
+// Take takes session locks on keys on s as operation op, as o says
 // (Try, Timeout, Shared, WaitSlice), and reports whether it took them. A
 // single key is tried first, in form f, which is the whole of a try and of
 // an uncontended wait: one round trip. A busy key, or several keys, are
@@ -17,12 +16,12 @@ import (
 // the lock would not be real (see guard.go). On an error after which the
 // session may hold a lock it did not report, the session is discarded; a
 // wait that ran out holds nothing, and keeps it.
-func Take(ctx context.Context, h Hooks, conn *sql.Conn, op string, keys []sqltext.Key, o *Options, f sqltext.Form) (bool, error) {
-	if conn == nil {
+func Take(ctx context.Context, h Hooks, s Session, op string, keys []sqltext.Key, o *Options, f sqltext.Form) (bool, error) {
+	if s == nil {
 		return false, ErrNilConn
 	}
 	start := time.Now()
-	acquired, err := take(ctx, conn, op, keys, o, f, start)
+	acquired, err := take(ctx, s, op, keys, o, f, start)
 	if h != nil {
 		// A copy, so that keys stays on the caller's stack when nothing
 		// is observed.
@@ -32,19 +31,19 @@ func Take(ctx context.Context, h Hooks, conn *sql.Conn, op string, keys []sqltex
 }
 
 // take is Take, unobserved.
-func take(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, o *Options, f sqltext.Form, start time.Time) (bool, error) {
-	if err := CheckSession(ctx, conn, op, KeyList(keys)); err != nil {
+func take(ctx context.Context, s Session, op string, keys []sqltext.Key, o *Options, f sqltext.Form, start time.Time) (bool, error) {
+	if err := checkSession(ctx, s, op, KeyList(keys)); err != nil {
 		return false, err
 	}
-	g := ConnGuard(ctx, conn)
+	g := SessionGuard(ctx, s)
 	if len(keys) == 1 {
 		stmt := sqltext.TryLockStmt(f, g, false, o.Shared, keys[0])
-		n, err := Run(ctx, conn, stmt.Query, stmt.Args...)
+		n, err := run(ctx, s, stmt.Query, stmt.Args...)
 		if err != nil {
 			if refusal(err) == nil || ctx.Err() != nil {
 				// A refusal takes nothing; any other failure may
 				// have raced a grant.
-				Discard(conn)
+				s.Discard()
 			}
 			return false, FailWait(ctx, op, KeyList(keys), err)
 		}
@@ -53,7 +52,7 @@ func take(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, o 
 		}
 	}
 	w := waitInSlices(ctx, start, o, op, KeyList(keys), len(keys) == 1,
-		func(ctx context.Context) (waitSettings, error) { return readWaitSettings(ctx, conn) },
+		func(ctx context.Context) (waitSettings, error) { return readWaitSettings(ctx, s) },
 		func(ctx context.Context, _ int, ms int64) error {
 			var stmt sqltext.Stmt
 			if len(keys) == 1 {
@@ -61,14 +60,14 @@ func take(ctx context.Context, conn *sql.Conn, op string, keys []sqltext.Key, o 
 			} else {
 				stmt = sqltext.Plain(sqltext.SessionSlice(g, o.Shared, ms, keys...))
 			}
-			_, err := Run(ctx, conn, stmt.Query, stmt.Args...)
+			_, err := run(ctx, s, stmt.Query, stmt.Args...)
 			if refusal(err) != nil && ctx.Err() == nil {
 				return refusedError{FailWait(ctx, op, KeyList(keys), err)}
 			}
 			return err
 		})
 	if w.doubt {
-		Discard(conn)
+		s.Discard()
 	}
 	return w.err == nil, w.err
 }

@@ -2,7 +2,6 @@ package scope
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strconv"
@@ -35,17 +34,10 @@ type waitSettings struct {
 	lock, statement, deadlock time.Duration
 }
 
-// queryRower is what *sql.Conn and *sql.Tx have in common for reading a
-// row.
-type queryRower interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
 // readWaitSettings reads the settings that bound a wait on q's session.
-func readWaitSettings(ctx context.Context, q queryRower) (waitSettings, error) {
-	defer Watch(ctx, q)()
+func readWaitSettings(ctx context.Context, q Querier) (waitSettings, error) {
 	var lock, statement, deadlock string
-	if err := q.QueryRowContext(ctx, sqltext.WaitSettings).Scan(&lock, &statement, &deadlock); err != nil {
+	if err := q.QueryRow(ctx, sqltext.WaitSettings).Scan(&lock, &statement, &deadlock); err != nil {
 		return waitSettings{}, err
 	}
 	var s waitSettings

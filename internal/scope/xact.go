@@ -22,29 +22,30 @@ import (
 // ([DBForm]); one that took over a transaction the caller began passes
 // [TxForm]'s, which is Inline unless the transaction is an outer scope's.
 func Xact(ctx context.Context, tx *sql.Tx, owned bool, key sqltext.Key, fn func(context.Context, *sql.Tx) error, o *Options, f sqltext.Form) error {
+	t := SQLTx(tx)
 	finished := false
 	defer func() {
 		// fn panicked or called runtime.Goexit: the panic goes on, with
 		// its own stack, after the rollback.
 		if !finished {
-			_ = tx.Rollback()
+			_ = rollback(ctx, t)
 		}
 	}()
 
 	op := o.LockOp(true)
-	acquired, err := XactTake(ctx, o.Observed(), tx, owned, op, []sqltext.Key{key}, o, f)
+	acquired, err := XactTake(ctx, o.Observed(), t, owned, op, []sqltext.Key{key}, o, f)
 	if err == nil && o.Try && !acquired {
 		err = FailKind(op, key.String(), ErrNotAcquired, nil)
 	}
 	if err != nil {
 		finished = true
-		return Join(err, Rollback(tx))
+		return Join(err, rollback(ctx, t))
 	}
 
-	s := &xactScope{tx: tx, owned: true, form: f}
+	s := &xactScope{tx: t, owned: true, form: f}
 	err = fn(context.WithValue(ctx, xactScopeKey{}, s), tx)
 	finished = true
-	err = end(ctx, tx, s, err)
+	err = end(ctx, t, s, err)
 	if h := o.Observed(); h != nil {
 		h.Released(ctx, "xact end", []sqltext.Key{key}, err)
 	}
@@ -54,12 +55,12 @@ func Xact(ctx context.Context, tx *sql.Tx, owned bool, key sqltext.Key, fn func(
 // end ends a transaction scope whose fn returned err: the transaction
 // commits if fn committed it early or returned nil, and rolls back
 // otherwise. The lock ends with it.
-func end(ctx context.Context, tx *sql.Tx, s *xactScope, err error) error {
+func end(ctx context.Context, tx Tx, s *xactScope, err error) error {
 	if early, commitErr := s.outcome(); early {
 		return Join(err, commitErr)
 	}
 	if err != nil {
-		return Join(err, Rollback(tx))
+		return Join(err, rollback(ctx, tx))
 	}
 	return commit(ctx, tx)
 }
@@ -67,13 +68,12 @@ func end(ctx context.Context, tx *sql.Tx, s *xactScope, err error) error {
 // commit commits tx unless ctx has ended. database/sql rolls back a
 // transaction whose context ended, but from a goroutine of its own, so a
 // commit could still win that race; here the rollback wins every time.
-func commit(ctx context.Context, tx *sql.Tx) error {
-	defer Watch(ctx, tx)()
+func commit(ctx context.Context, tx Tx) error {
 	if err := ctx.Err(); err != nil {
-		_ = tx.Rollback()
+		_ = tx.Rollback(ctx)
 		return Fail(ctx, "commit", "", err)
 	}
-	if err := tx.Commit(); err != nil {
+	if err := tx.Commit(ctx); err != nil {
 		return Fail(ctx, "commit", "", err)
 	}
 	return nil
@@ -82,8 +82,16 @@ func commit(ctx context.Context, tx *sql.Tx) error {
 // Rollback ends tx, reporting only a failure that says something: a
 // transaction that ctx or fn already ended is not one.
 func Rollback(tx *sql.Tx) error {
-	defer WatchRollback(tx)()
-	if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+	return rollback(context.Background(), SQLTx(tx))
+}
+
+// rollback is [Rollback] on tx, a transaction of any front end, bounded
+// by ctx as [Tx.Rollback] says.
+func rollback(ctx context.Context, tx Tx) error {
+	if tx == nil {
+		return nil
+	}
+	if err := tx.Rollback(ctx); err != nil {
 		return fmt.Errorf("advisory: rollback: %w", err)
 	}
 	return nil
@@ -92,7 +100,7 @@ func Rollback(tx *sql.Tx) error {
 // xactScope is what a transaction scope keeps in its fn's context: the
 // transaction, its form, and whether fn committed it early.
 type xactScope struct {
-	tx    *sql.Tx
+	tx    Tx           // [SQLTx] of the scope's *sql.Tx
 	owned bool         // made by a scope, which reads the outcome
 	form  sqltext.Form // the form of the lock calls on tx ([TxForm])
 
@@ -116,16 +124,17 @@ var ErrNoScope = errors.New("advisory: CommitEarly called outside the fn of With
 // NewTxContext returns a copy of ctx that carries tx for [TxFromContext],
 // in a scope that [CommitEarly] refuses.
 func NewTxContext(ctx context.Context, tx *sql.Tx) context.Context {
-	return context.WithValue(ctx, xactScopeKey{}, &xactScope{tx: tx})
+	return context.WithValue(ctx, xactScopeKey{}, &xactScope{tx: SQLTx(tx)})
 }
 
 // TxFromContext returns the transaction of the scope in ctx, if any.
 func TxFromContext(ctx context.Context) (*sql.Tx, bool) {
 	s, ok := ctx.Value(xactScopeKey{}).(*xactScope)
-	if !ok || s.tx == nil {
+	if !ok {
 		return nil, false
 	}
-	return s.tx, true
+	t, ok := s.tx.(*sqlTx)
+	return (*sql.Tx)(t), ok
 }
 
 // CommitEarly commits the transaction of the scope whose fn received ctx,

@@ -27,7 +27,7 @@ import (
 //
 // On an error the caller rolls tx back, which ends any lock that was
 // granted as the error arose.
-func XactTake(ctx context.Context, h Hooks, tx *sql.Tx, owned bool, op string, keys []sqltext.Key, o *Options, f sqltext.Form) (bool, error) {
+func XactTake(ctx context.Context, h Hooks, tx Tx, owned bool, op string, keys []sqltext.Key, o *Options, f sqltext.Form) (bool, error) {
 	if tx == nil {
 		return false, ErrNilTx
 	}
@@ -42,7 +42,7 @@ func XactTake(ctx context.Context, h Hooks, tx *sql.Tx, owned bool, op string, k
 
 // xactWait is a wait for transaction locks.
 type xactWait struct {
-	tx        *sql.Tx
+	tx        Tx
 	owned     bool
 	keys      []sqltext.Key
 	o         *Options
@@ -50,13 +50,13 @@ type xactWait struct {
 }
 
 func (w *xactWait) take(ctx context.Context, op string, f sqltext.Form, start time.Time) (bool, error) {
-	if err := CheckXact(ctx, w.tx, op, KeyList(w.keys)); err != nil {
+	if err := checkXact(ctx, w.tx, op, KeyList(w.keys)); err != nil {
 		return false, err
 	}
 	g := TxGuard(ctx)
 	if len(w.keys) == 1 {
 		stmt := sqltext.TryLockStmt(f, g, true, w.o.Shared, w.keys[0])
-		n, err := Run(ctx, w.tx, stmt.Query, stmt.Args...)
+		n, err := run(ctx, w.tx, stmt.Query, stmt.Args...)
 		if err != nil {
 			return false, FailWait(ctx, op, KeyList(w.keys), err)
 		}
@@ -83,7 +83,7 @@ func (w *xactWait) take(ctx context.Context, op string, f sqltext.Form, start ti
 				slice = sqltext.InSavepoint(w.savepoint, slice)
 				w.savepoint = true
 			}
-			_, err := Run(ctx, w.tx, slice)
+			_, err := run(ctx, w.tx, slice)
 			if refusal(err) != nil && ctx.Err() == nil {
 				return w.refused(ctx, begin, op, err)
 			}
@@ -91,7 +91,7 @@ func (w *xactWait) take(ctx context.Context, op string, f sqltext.Form, start ti
 		})
 	if out.err != nil && !out.doubt && w.savepoint {
 		// The wait ran out: leave the caller's transaction as it was.
-		if _, err := Exec(ctx, w.tx, sqltext.LeaveWaitSavepoint); err != nil {
+		if _, err := w.tx.Exec(ctx, sqltext.LeaveWaitSavepoint); err != nil {
 			return false, Join(out.err, Fail(ctx, op, KeyList(w.keys), err))
 		}
 	}
@@ -102,7 +102,7 @@ func (w *xactWait) take(ctx context.Context, op string, f sqltext.Form, start ti
 // returns the refusal's error: the transaction is then as it was before
 // the wait (a caller's), or a fresh one (the wait's own).
 func (w *xactWait) refused(ctx context.Context, begin, op string, err error) error {
-	_, endErr := Exec(ctx, w.tx, sqltext.EndRefusedSlice(w.savepoint, begin))
+	_, endErr := w.tx.Exec(ctx, sqltext.EndRefusedSlice(w.savepoint, begin))
 	w.savepoint = false
 	if endErr != nil {
 		return Fail(ctx, op, KeyList(w.keys), endErr)
@@ -115,7 +115,7 @@ func (w *xactWait) refused(ctx context.Context, begin, op string, err error) err
 // caller's transaction, or begins the next transaction of an owned wait.
 func (w *xactWait) settings(ctx context.Context) (waitSettings, error) {
 	if w.savepoint {
-		if _, err := Exec(ctx, w.tx, sqltext.RollbackToWaitSavepoint); err != nil {
+		if _, err := w.tx.Exec(ctx, sqltext.RollbackToWaitSavepoint); err != nil {
 			return waitSettings{}, err
 		}
 	}
