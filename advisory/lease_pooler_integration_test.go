@@ -10,7 +10,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -345,51 +344,6 @@ func TestLeasePoolerIntegration(t *testing.T) {
 					}
 				})
 			}
-		}
-	}
-}
-
-// TestXactPoolerIntegration runs transaction scopes on one key from
-// several clients through PgBouncer in transaction mode: transaction
-// locks work through it, and no two critical sections overlap.
-func TestXactPoolerIntegration(t *testing.T) {
-	const clients, each = 4, 25
-	for _, srv := range pgtest.Servers(t) {
-		for _, d := range pgtest.Drivers {
-			t.Run(fmt.Sprintf("%s/%s", srv.Name, d), func(t *testing.T) {
-				t.Parallel()
-				bouncer := srv.PgBouncer(t, 2)
-				key := newPGKeys().next()
-				var inside, overlaps, entered atomic.Int64
-				var wg sync.WaitGroup
-				for range clients {
-					db := bouncer.Open(t, d)
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for range each {
-							err := advisory.WithXactLock(context.Background(), db, key, func(context.Context, *sql.Tx) error {
-								if inside.Add(1) > 1 {
-									overlaps.Add(1)
-								}
-								entered.Add(1)
-								time.Sleep(time.Millisecond)
-								inside.Add(-1)
-								return nil
-							})
-							if err != nil {
-								t.Errorf("WithXactLock through PgBouncer: %v", err)
-								return
-							}
-						}
-					}()
-				}
-				wg.Wait()
-				t.Logf("%d critical sections through PgBouncer, %d overlapped", entered.Load(), overlaps.Load())
-				if overlaps.Load() != 0 || entered.Load() != clients*each {
-					t.Errorf("%d of %d critical sections ran, %d overlapped; want all, and none", entered.Load(), clients*each, overlaps.Load())
-				}
-			})
 		}
 	}
 }

@@ -12,7 +12,17 @@ import (
 	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
-// Integration tests of WithXactLock and WithSessionLock.
+// Integration tests of what the two scopes do alike, WithXactLock
+// (xactscope.go) and WithSessionLock (sessionscope.go), and helpers their
+// tests share. What only one of them does is in
+// xactscope_integration_test.go and sessionscope_integration_test.go.
+
+// TestScopedIntegration runs the integration tests of both scopes alike,
+// one subtest a theme, each on every server and driver.
+func TestScopedIntegration(t *testing.T) {
+	t.Run("Basics", testScopedBasics)
+	t.Run("ContextEndsInFn", testScopedContextEndsInFn)
+}
 
 // errScopedFn is what fn returns to make a scoped helper roll back or release.
 var errScopedFn = errors.New("fn failed on purpose")
@@ -66,189 +76,6 @@ func pgRequirePooledClean(t *testing.T, obs, db *sql.DB, pid int) {
 	if got := pgtest.PID(t, db); got != pid {
 		t.Fatalf("the pool's session changed from %d to %d: the helper closed it", pid, got)
 	}
-}
-
-func TestWithXactLockIntegration(t *testing.T) {
-	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
-		t.Parallel()
-		ctx := context.Background()
-		keys := newPGKeys()
-		table := pgTable(t, tg.DB)
-
-		t.Run("CommitsOnNil", func(t *testing.T) {
-			k := keys.next()
-			other := pgtest.Conn(t, tg.DB)
-			err := advisory.WithXactLock(ctx, tg.DB, k, func(ctx context.Context, tx *sql.Tx) error {
-				pgRequireHolds(t, tg.DB, pgtest.PID(t, tx), k, false)
-				if ok, err := advisory.TryLock(ctx, other, k); err != nil || ok {
-					t.Errorf("TryLock from another session inside fn = %v, %v; want false", ok, err)
-				}
-				_, err := tx.ExecContext(ctx, "INSERT INTO "+table+" VALUES (1)")
-				return err
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n := pgCount(t, tg.DB, table, 1); n != 1 {
-				t.Fatalf("%d rows after fn returned nil; want 1 committed", n)
-			}
-			pgRequireFree(t, tg.DB, k)
-		})
-
-		t.Run("RollsBackOnError", func(t *testing.T) {
-			k := keys.next()
-			err := advisory.WithXactLock(ctx, tg.DB, k, func(ctx context.Context, tx *sql.Tx) error {
-				if _, err := tx.ExecContext(ctx, "INSERT INTO "+table+" VALUES (2)"); err != nil {
-					return err
-				}
-				return errScopedFn
-			})
-			if !errors.Is(err, errScopedFn) {
-				t.Fatalf("WithXactLock = %v; want fn's error", err)
-			}
-			if n := pgCount(t, tg.DB, table, 2); n != 0 {
-				t.Fatalf("%d rows after fn failed; want 0", n)
-			}
-			pgRequireFree(t, tg.DB, k)
-		})
-
-		t.Run("RollsBackOnPanic", func(t *testing.T) {
-			k := keys.next()
-			db := pgOpenOne(t, tg)
-			var pid int
-			p := func() (p any) {
-				defer func() { p = recover() }()
-				_ = advisory.WithXactLock(ctx, db, k, func(ctx context.Context, tx *sql.Tx) error {
-					pid = pgtest.PID(t, tx)
-					if _, err := tx.ExecContext(ctx, "INSERT INTO "+table+" VALUES (3)"); err != nil {
-						return err
-					}
-					panic(errScopedFn)
-				})
-				return nil
-			}()
-			if p != errScopedFn {
-				t.Fatalf("recovered %v; want fn's panic to continue", p)
-			}
-			if n := pgCount(t, tg.DB, table, 3); n != 0 {
-				t.Fatalf("%d rows after fn panicked; want 0", n)
-			}
-			pgRequireFree(t, tg.DB, k)
-			// Rolled back, so the connection is clean and goes back to the pool.
-			pgRequirePooledClean(t, tg.DB, db, pid)
-		})
-
-		t.Run("FnCommitsEarly", func(t *testing.T) {
-			k := keys.next()
-			err := advisory.WithXactLock(ctx, tg.DB, k, func(ctx context.Context, tx *sql.Tx) error {
-				if _, err := tx.ExecContext(ctx, "INSERT INTO "+table+" VALUES (4)"); err != nil {
-					return err
-				}
-				if err := advisory.CommitEarly(ctx); err != nil {
-					return err
-				}
-				// Committed, so the lock is already free while fn runs on.
-				pgRequireFree(t, tg.DB, k)
-				return nil
-			})
-			if err != nil {
-				t.Fatalf("WithXactLock whose fn committed early = %v; want nil", err)
-			}
-			if n := pgCount(t, tg.DB, table, 4); n != 1 {
-				t.Fatalf("%d rows after fn committed; want 1", n)
-			}
-			pgRequireFree(t, tg.DB, k)
-		})
-
-		t.Run("TxOptions", func(t *testing.T) {
-			err := advisory.WithXactLock(ctx, tg.DB, keys.next(), func(ctx context.Context, tx *sql.Tx) error {
-				if v := pgShow(t, tx, "transaction_read_only"); v != "on" {
-					t.Errorf("transaction_read_only = %q; want on", v)
-				}
-				if v := pgShow(t, tx, "transaction_isolation"); v != "serializable" {
-					t.Errorf("transaction_isolation = %q; want serializable", v)
-				}
-				return nil
-			}, advisory.TxOptions(&sql.TxOptions{Isolation: sql.LevelSerializable, ReadOnly: true}))
-			if err != nil {
-				t.Fatal(err)
-			}
-		})
-
-	})
-}
-
-func TestWithSessionLockIntegration(t *testing.T) {
-	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
-		t.Parallel()
-		ctx := context.Background()
-		keys := newPGKeys()
-
-		for _, tc := range []struct {
-			name   string
-			shared bool
-			fnErr  error
-		}{
-			{"ReleasesAfterFn", false, nil},
-			{"ReleasesAfterFnShared", true, nil},
-			{"ReleasesOnError", false, errScopedFn},
-		} {
-			t.Run(tc.name, func(t *testing.T) {
-				k := keys.next()
-				db := pgOpenOne(t, tg)
-				var pid int
-				var opts []advisory.LockOption
-				if tc.shared {
-					opts = append(opts, advisory.Shared())
-				}
-				err := advisory.WithSessionLock(ctx, db, k, func(ctx context.Context, conn *sql.Conn) error {
-					pid = pgtest.PID(t, conn)
-					pgRequireHolds(t, tg.DB, pid, k, tc.shared)
-					return tc.fnErr
-				}, as[advisory.SessionOption](opts)...)
-				if !errors.Is(err, tc.fnErr) || (tc.fnErr == nil && err != nil) {
-					t.Fatalf("WithSessionLock = %v; want %v", err, tc.fnErr)
-				}
-				pgRequireFree(t, tg.DB, k)
-				// Released cleanly, so the session went back to the pool.
-				pgRequirePooledClean(t, tg.DB, db, pid)
-			})
-		}
-
-		t.Run("PanicClosesSession", func(t *testing.T) {
-			k := keys.next()
-			var pid int
-			p := func() (p any) {
-				defer func() { p = recover() }()
-				_ = advisory.WithSessionLock(ctx, tg.DB, k, func(ctx context.Context, conn *sql.Conn) error {
-					pid = pgtest.PID(t, conn)
-					panic(errScopedFn)
-				})
-				return nil
-			}()
-			if p != errScopedFn {
-				t.Fatalf("recovered %v; want fn's panic to continue", p)
-			}
-			pgWaitGone(t, tg.DB, pid)
-			pgRequireFree(t, tg.DB, k)
-		})
-
-		t.Run("LockLost", func(t *testing.T) {
-			// fn releases the lock itself: the helper reports that fn may
-			// have run without it, and closes the session.
-			k := keys.next()
-			var pid int
-			err := advisory.WithSessionLock(ctx, tg.DB, k, func(ctx context.Context, conn *sql.Conn) error {
-				pid = pgtest.PID(t, conn)
-				return advisory.Unlock(ctx, conn, k)
-			})
-			if !errors.Is(err, advisory.ErrLockLost) {
-				t.Fatalf("WithSessionLock whose fn unlocked = %v; want ErrLockLost", err)
-			}
-			pgWaitGone(t, tg.DB, pid)
-			pgRequireFree(t, tg.DB, k)
-		})
-	})
 }
 
 // pgScope is one kind of scoped helper, WithXactLock or WithSessionLock,
@@ -313,11 +140,11 @@ var pgScopes = []pgScope{
 	},
 }
 
-// TestScopedIntegration checks what WithXactLock and WithSessionLock do
+// testScopedBasics checks what WithXactLock and WithSessionLock do
 // alike: shared mode, Try, Timeout, and a context that ends while they wait.
 // What only one of them does is in TestWithXactLockIntegration and
 // TestWithSessionLockIntegration.
-func TestScopedIntegration(t *testing.T) {
+func testScopedBasics(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
@@ -462,5 +289,38 @@ func TestScopedIntegration(t *testing.T) {
 				})
 			})
 		}
+	})
+}
+
+// testScopedContextEndsInFn: when ctx ends while fn runs and fn
+// returns nil, WithXactLock reports ctx's error (the transaction was rolled
+// back, undoing fn's work), and WithSessionLock reports fn's nil (the lock
+// was held until fn returned, and nothing was undone). Each doc says so.
+func testScopedContextEndsInFn(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		keys := newPGKeys()
+		t.Run("Xact", func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			err := advisory.WithXactLock(ctx, tg.DB, keys.next(), func(context.Context, *sql.Tx) error {
+				cancel()
+				return nil
+			})
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("got %v; want context.Canceled", err)
+			}
+		})
+		t.Run("Session", func(t *testing.T) {
+			key := keys.next()
+			ctx, cancel := context.WithCancel(context.Background())
+			err := advisory.WithSessionLock(ctx, tg.DB, key, func(context.Context, *sql.Conn) error {
+				cancel()
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("got %v; want nil: the lock was held until fn returned", err)
+			}
+			pgtest.AwaitFree(t, tg.DB, key)
+		})
 	})
 }

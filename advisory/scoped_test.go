@@ -11,222 +11,13 @@ import (
 	"github.com/DATA-DOG/go-sqlmock"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 	"github.com/pgadvisory/pgadvisory/mock"
-	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
-func TestWithXactLock(t *testing.T) {
-	t.Parallel()
-	errWork := errors.New("work failed")
-	const try42 = "SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(42) END"
-	tests := []struct {
-		name     string
-		opts     []advisory.LockOption
-		busy     bool // the try finds the key busy: the wait reads the settings, then rolls back and waits in a new transaction, in one statement
-		lockSQL  string
-		affected int64
-		lockErr  error
-		fnErr    error
-		commit   bool
-		wantErr  error
-		fnCalled bool
-	}{
-		{name: "Wait", lockSQL: try42, affected: 1, commit: true, fnCalled: true},
-		{name: "WaitBusy", busy: true, lockSQL: xactSliceSQL("42", 1100), affected: 1, commit: true, fnCalled: true},
-		{name: "Try", opts: []advisory.LockOption{advisory.Try()}, lockSQL: try42,
-			affected: 1, commit: true, fnCalled: true},
-		{name: "TryBusy", opts: []advisory.LockOption{advisory.Try()}, lockSQL: try42,
-			affected: 0, wantErr: advisory.ErrNotAcquired},
-		{name: "TryShared", opts: []advisory.LockOption{advisory.Try(), advisory.Shared()},
-			lockSQL: "SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock_shared(42) END", affected: 1, commit: true, fnCalled: true},
-		{name: "Timeout", opts: []advisory.LockOption{advisory.Wait(250 * time.Millisecond)}, busy: true,
-			lockSQL:  xactSliceSQL("42", 250),
-			affected: 1, commit: true, fnCalled: true},
-		{name: "TimeoutExpires", opts: []advisory.LockOption{advisory.Wait(time.Second)}, busy: true,
-			lockSQL: xactSliceSQL("42", 1000),
-			lockErr: &sqlState{"55P03", "canceling statement due to lock timeout"}, wantErr: advisory.ErrLockTimeout},
-		{name: "FnFails", lockSQL: try42, affected: 1, fnErr: errWork,
-			wantErr: errWork, fnCalled: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			db, m := mock.New(t, sliceSQL)
-			m.ExpectBegin()
-			lockSQL := tt.lockSQL
-			if tt.busy {
-				m.ExpectExec(try42).WithoutArgs().WillReturnResult(rows(0))
-				m.ExpectQuery(waitSettingsSQL).WillReturnRows(waitSettingsRows("0", "0", "1s"))
-				lockSQL = "ROLLBACK; BEGIN; " + lockSQL
-			}
-			e := m.ExpectExec(lockSQL).WithoutArgs()
-			if tt.lockErr != nil {
-				e.WillReturnError(tt.lockErr)
-			} else {
-				e.WillReturnResult(rows(tt.affected))
-			}
-			if tt.fnCalled {
-				m.ExpectExec("UPDATE jobs SET done = true").WillReturnResult(rows(1))
-			}
-			if tt.commit {
-				m.ExpectCommit()
-			} else {
-				m.ExpectRollback()
-			}
-			called := false
-			err := advisory.WithXactLock(context.Background(), db, k42, func(ctx context.Context, tx *sql.Tx) error {
-				called = true
-				if _, err := tx.ExecContext(ctx, "UPDATE jobs SET done = true"); err != nil {
-					return err
-				}
-				return tt.fnErr
-			}, as[advisory.XactOption](tt.opts)...)
-			if called != tt.fnCalled {
-				t.Errorf("fn called = %v, want %v", called, tt.fnCalled)
-			}
-			if tt.wantErr == nil && err != nil {
-				t.Fatalf("unexpected error: %v", err)
-			}
-			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
-				t.Fatalf("error %v does not match %v", err, tt.wantErr)
-			}
-		})
-	}
-}
-
-func TestWithXactLockPanicRollsBack(t *testing.T) {
-	t.Parallel()
-	db, m := mock.New(t, exactSQL)
-	m.ExpectBegin()
-	m.ExpectExec("SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(42) END").WillReturnResult(rows(1))
-	m.ExpectRollback()
-	defer func() {
-		if p := recover(); p != "boom" {
-			t.Fatalf("recovered %v, want the original panic", p)
-		}
-	}()
-	_ = advisory.WithXactLock(context.Background(), db, k42, func(context.Context, *sql.Tx) error {
-		panic("boom")
-	})
-	t.Fatal("WithXactLock swallowed the panic")
-}
-
-func TestWithXactLockCommitFails(t *testing.T) {
-	t.Parallel()
-	db, m := mock.New(t, exactSQL)
-	m.ExpectBegin()
-	m.ExpectExec("SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(42) END").WillReturnResult(rows(1))
-	commitErr := &sqlState{"40001", "could not serialize access"}
-	m.ExpectCommit().WillReturnError(commitErr)
-	err := advisory.WithXactLock(context.Background(), db, k42, func(context.Context, *sql.Tx) error { return nil })
-	if !errors.Is(err, commitErr) || !strings.Contains(err.Error(), "commit") {
-		t.Fatalf("got %v, want the commit error", err)
-	}
-}
-
-func TestWithXactLockCommitEarly(t *testing.T) {
-	t.Parallel()
-	t.Run("Commits", func(t *testing.T) {
-		t.Parallel()
-		db, m := mock.New(t, exactSQL)
-		m.ExpectBegin()
-		m.ExpectExec("SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(42) END").WillReturnResult(rows(1))
-		m.ExpectCommit()
-		err := advisory.WithXactLock(context.Background(), db, k42, func(ctx context.Context, _ *sql.Tx) error {
-			if err := advisory.CommitEarly(ctx); err != nil {
-				return err
-			}
-			return advisory.CommitEarly(ctx) // a second call returns the first result
-		})
-		if err != nil {
-			t.Fatalf("fn committed early: %v", err)
-		}
-	})
-	t.Run("CommitFails", func(t *testing.T) {
-		t.Parallel()
-		db, m := mock.New(t, exactSQL)
-		m.ExpectBegin()
-		m.ExpectExec("SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(42) END").WillReturnResult(rows(1))
-		commitErr := &sqlState{"40001", "could not serialize access"}
-		m.ExpectCommit().WillReturnError(commitErr)
-		var early error
-		err := advisory.WithXactLock(context.Background(), db, k42, func(ctx context.Context, _ *sql.Tx) error {
-			early = advisory.CommitEarly(ctx)
-			return nil
-		})
-		if !errors.Is(early, commitErr) || !errors.Is(err, commitErr) {
-			t.Fatalf("CommitEarly = %v, WithXactLock = %v; both should report the commit failure", early, err)
-		}
-	})
-	t.Run("EndedContextRollsBack", func(t *testing.T) {
-		t.Parallel()
-		db, m := mock.New(t, exactSQL)
-		m.ExpectBegin()
-		m.ExpectExec("SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(42) END").WillReturnResult(rows(1))
-		m.ExpectRollback()
-		var early error
-		err := advisory.WithXactLock(context.Background(), db, k42, func(ctx context.Context, _ *sql.Tx) error {
-			early = advisory.CommitEarly(endedAsCallReturns{ctx})
-			return nil
-		})
-		if !errors.Is(early, context.Canceled) || !errors.Is(err, context.Canceled) {
-			t.Fatalf("CommitEarly = %v, WithXactLock = %v; both should match context.Canceled", early, err)
-		}
-	})
-	t.Run("WithXactLockNeverCommitsOnceCtxEnded", func(t *testing.T) {
-		t.Parallel()
-		db, m := mock.New(t, exactSQL)
-		m.ExpectBegin()
-		m.ExpectExec("SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(42) END").WillReturnResult(rows(1))
-		m.ExpectRollback()
-		ctx, cancel := context.WithCancel(context.Background())
-		err := advisory.WithXactLock(ctx, db, k42, func(context.Context, *sql.Tx) error {
-			cancel()
-			return nil
-		})
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("got %v, want an error matching context.Canceled", err)
-		}
-		// database/sql rolls back a transaction whose context ended on
-		// a goroutine of its own, which may reach the driver after
-		// WithXactLock returned.
-		pgtest.Await(t, "database/sql's rollback", func() (bool, error) { return m.ExpectationsWereMet() == nil, nil })
-	})
-	t.Run("OutsideAScope", func(t *testing.T) {
-		t.Parallel()
-		if err := advisory.CommitEarly(context.Background()); err == nil {
-			t.Fatal("CommitEarly outside WithXactLock succeeded")
-		}
-	})
-}
-
-// TestWithXactLockNeverGuessesTheOutcome checks that a transaction fn ended
-// behind WithXactLock's back is reported, not taken for a commit.
-func TestWithXactLockNeverGuessesTheOutcome(t *testing.T) {
-	t.Parallel()
-	for name, end := range map[string]func(*sql.Tx) error{
-		"RolledBack": (*sql.Tx).Rollback,
-		"Committed":  (*sql.Tx).Commit,
-	} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			db, m := mock.New(t, exactSQL)
-			m.ExpectBegin()
-			m.ExpectExec("SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(42) END").WillReturnResult(rows(1))
-			if name == "RolledBack" {
-				m.ExpectRollback()
-			} else {
-				m.ExpectCommit()
-			}
-			err := advisory.WithXactLock(context.Background(), db, k42, func(_ context.Context, tx *sql.Tx) error {
-				return end(tx)
-			})
-			if !errors.Is(err, sql.ErrTxDone) {
-				t.Fatalf("got %v, want an error matching sql.ErrTxDone", err)
-			}
-		})
-	}
-}
+// Unit tests of what the two scopes do alike, WithXactLock (xactscope.go)
+// and WithSessionLock (sessionscope.go): fn's error, bad input, a bounded
+// wait that runs out, and a refused try.
 
 func TestScopedReturnFnErrorItself(t *testing.T) {
 	t.Parallel()
@@ -243,191 +34,6 @@ func TestScopedReturnFnErrorItself(t *testing.T) {
 	if err := advisory.WithSessionLock(context.Background(), db, k42, func(context.Context, *sql.Conn) error { return errWork }); err != errWork {
 		t.Errorf("WithSessionLock returned %#v, want fn's error itself", err)
 	}
-}
-
-func TestWithSessionLock(t *testing.T) {
-	t.Parallel()
-	errWork := errors.New("work failed")
-	const try42 = "SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_lock(42) END"
-	tests := []struct {
-		name       string
-		opts       []advisory.LockOption
-		busy       bool // the try finds the key busy, the wait reads the settings and goes on in slices
-		lockSQL    string
-		affected   int64
-		fnErr      error
-		unlockSQL  string
-		released   int64
-		wantErr    error
-		fnCalled   bool
-		discarded  bool
-		lockFailed error
-	}{
-		{name: "Wait", lockSQL: try42, affected: 1,
-			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock(42)"), released: 1, fnCalled: true},
-		{name: "WaitBusy", busy: true, lockSQL: sessionSliceSQL(false, "42", 1100), affected: 1,
-			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock(42)"), released: 1, fnCalled: true},
-		{name: "TryShared", opts: []advisory.LockOption{advisory.Try(), advisory.Shared()},
-			lockSQL: "SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_lock_shared(42) END", affected: 1,
-			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock_shared(42)"), released: 1, fnCalled: true},
-		{name: "TryBusy", opts: []advisory.LockOption{advisory.Try()},
-			lockSQL: try42, affected: 0, wantErr: advisory.ErrNotAcquired},
-		// A Timeout shorter than a slice bounds the first slice after the
-		// try, which is then the whole wait.
-		{name: "Timeout", opts: []advisory.LockOption{advisory.Wait(250 * time.Millisecond)}, busy: true,
-			lockSQL: sessionSliceSQL(false, "42", 250), affected: 1,
-			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock(42)"), released: 1, fnCalled: true},
-		// A slice that runs out holds nothing: the session goes back to
-		// the pool.
-		{name: "TimeoutExpires", opts: []advisory.LockOption{advisory.Wait(time.Second)}, busy: true,
-			lockSQL:    sessionSliceSQL(false, "42", 1000),
-			lockFailed: &sqlState{"55P03", "canceling statement due to lock timeout"},
-			wantErr:    advisory.ErrLockTimeout},
-		{name: "FnFails", lockSQL: try42, affected: 1, fnErr: errWork,
-			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock(42)"), released: 1, fnCalled: true, wantErr: errWork},
-		{name: "LockLost", lockSQL: try42, affected: 1,
-			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock(42)"), released: 0, fnCalled: true,
-			wantErr: advisory.ErrLockLost, discarded: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			db, m := mock.New(t, sliceSQL)
-			if tt.busy {
-				m.ExpectExec(try42).WithoutArgs().WillReturnResult(rows(0))
-				m.ExpectQuery(waitSettingsSQL).WillReturnRows(waitSettingsRows("0", "0", "1s"))
-			}
-			e := m.ExpectExec(tt.lockSQL).WithoutArgs()
-			if tt.lockFailed != nil {
-				e.WillReturnError(tt.lockFailed)
-			} else {
-				e.WillReturnResult(rows(tt.affected))
-			}
-			if tt.unlockSQL != "" {
-				m.ExpectExec(tt.unlockSQL).WithoutArgs().WillReturnResult(rows(tt.released))
-			}
-			if tt.discarded {
-				m.ExpectClose()
-			}
-			called := false
-			err := advisory.WithSessionLock(context.Background(), db, k42, func(context.Context, *sql.Conn) error {
-				called = true
-				return tt.fnErr
-			}, as[advisory.SessionOption](tt.opts)...)
-			if called != tt.fnCalled {
-				t.Errorf("fn called = %v, want %v", called, tt.fnCalled)
-			}
-			if tt.wantErr == nil && err != nil {
-				t.Fatalf("unexpected error: %v", err)
-			}
-			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
-				t.Fatalf("error %v does not match %v", err, tt.wantErr)
-			}
-			if n := db.Stats().OpenConnections; tt.discarded && n != 0 {
-				t.Fatalf("%d connections open; the session should have been discarded", n)
-			} else if !tt.discarded && n != 1 {
-				t.Fatalf("%d connections open; the clean session should be back in the pool", n)
-			}
-		})
-	}
-}
-
-// TestWithSessionLockStrayCancel: a cancel request sent for an earlier
-// statement can land on the release instead (drivers send them on a
-// connection of their own). The session is alive and holds the lock, so
-// the release runs again, and the scope succeeds.
-func TestWithSessionLockStrayCancel(t *testing.T) {
-	t.Parallel()
-	db, m := mock.New(t, exactSQL)
-	m.ExpectExec(trySQL("pg_catalog.pg_try_advisory_lock(42)")).WithoutArgs().WillReturnResult(rows(1))
-	cancelled := &sqlState{"57014", "canceling statement due to user request"}
-	m.ExpectExec(releaseSQL("pg_catalog.pg_advisory_unlock(42)")).WithoutArgs().WillReturnError(cancelled)
-	m.ExpectExec(releaseSQL("pg_catalog.pg_advisory_unlock(42)")).WithoutArgs().WillReturnResult(rows(1))
-	err := advisory.WithSessionLock(context.Background(), db, k42, func(context.Context, *sql.Conn) error { return nil })
-	if err != nil {
-		t.Fatalf("WithSessionLock = %v; want nil after the release ran again", err)
-	}
-	if n := db.Stats().OpenConnections; n != 1 {
-		t.Fatalf("%d connections open; the clean session should be back in the pool", n)
-	}
-}
-
-func TestWithSessionLockPanicDiscards(t *testing.T) {
-	t.Parallel()
-	db, m := mock.New(t, exactSQL)
-	m.ExpectExec(trySQL("pg_catalog.pg_try_advisory_lock(42)")).WillReturnResult(rows(1))
-	m.ExpectClose()
-	func() {
-		defer func() {
-			if p := recover(); p != "boom" {
-				t.Fatalf("recovered %v, want the original panic", p)
-			}
-		}()
-		_ = advisory.WithSessionLock(context.Background(), db, k42, func(context.Context, *sql.Conn) error {
-			panic("boom")
-		})
-	}()
-	// The session is discarded beside the panic, not before it goes on.
-	awaitNoConns(t, db)
-}
-
-func TestWithSessionLockDiscardsWhenContextEndsDuringFn(t *testing.T) {
-	t.Parallel()
-	db, m := mock.New(t, exactSQL)
-	m.ExpectExec(trySQL("pg_catalog.pg_try_advisory_lock(42)")).WillReturnResult(rows(1))
-	m.ExpectClose() // no unlock: closing the session releases the lock for certain
-	ctx, cancel := context.WithCancel(context.Background())
-	err := advisory.WithSessionLock(ctx, db, k42, func(ctx context.Context, _ *sql.Conn) error {
-		cancel()
-		return ctx.Err()
-	})
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("got %v, want fn's context.Canceled", err)
-	}
-	if n := db.Stats().OpenConnections; n != 0 {
-		t.Fatalf("%d connections open; the session should have been discarded", n)
-	}
-}
-
-// TestWithSessionLockPanicWithOpenTx checks that a panic in fn propagates
-// promptly even when fn left a transaction open on conn, begun on a
-// context the scope cannot end: the scope's release finds the transaction,
-// closes the driver's connection at once (which ends the session, and the
-// lock with it), and the *sql.Conn is freed when the transaction ends.
-func TestWithSessionLockPanicWithOpenTx(t *testing.T) {
-	t.Parallel()
-	db, m := mock.New(t, exactSQL)
-	m.MatchExpectationsInOrder(false)
-	m.ExpectExec(trySQL("pg_catalog.pg_try_advisory_lock(42)")).WillReturnResult(rows(1))
-	m.ExpectBegin()
-	m.ExpectExec(releaseSQL("pg_catalog.pg_advisory_unlock(42)")).WillReturnResult(rows(3)) // held, and a transaction is open
-	m.ExpectClose()
-	var tx *sql.Tx
-	func() {
-		defer func() {
-			if p := recover(); p != "boom" {
-				t.Fatalf("recovered %v, want the original panic", p)
-			}
-		}()
-		_ = advisory.WithSessionLock(context.Background(), db, k42, func(ctx context.Context, conn *sql.Conn) error {
-			var err error
-			if tx, err = conn.BeginTx(context.Background(), nil); err != nil {
-				return err
-			}
-			panic("boom")
-		})
-	}()
-	// The panic arrived although the transaction is still open; ending it
-	// frees the connection, which was closed under it.
-	_ = tx.Rollback()
-	awaitNoConns(t, db)
-}
-
-// awaitNoConns waits until db has no open connection: a discarded
-// session's close can come a moment after the call that discarded it.
-func awaitNoConns(t *testing.T, db *sql.DB) {
-	t.Helper()
-	pgtest.Await(t, "every connection to close", func() (bool, error) { return db.Stats().OpenConnections == 0, nil })
 }
 
 func TestScopedBadInput(t *testing.T) {
@@ -458,93 +64,97 @@ func TestScopedBadInput(t *testing.T) {
 	}
 }
 
-func TestWithXactLockTx(t *testing.T) {
+// TestWaitTimeoutRunsOut: with Timeout, the first slice is the whole
+// wait, and its running out is ErrLockTimeout; it holds nothing, so a
+// session scope's connection goes back to the pool.
+func TestWaitTimeoutRunsOut(t *testing.T) {
 	t.Parallel()
-	t.Run("Commit", func(t *testing.T) {
-		t.Parallel()
-		tx, m := mockTx(t)
-		m.ExpectExec("SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock(42) END").WillReturnResult(rows(1))
-		m.ExpectCommit()
-		called := false
-		err := advisory.WithXactLockTx(context.Background(), tx, k42, func(context.Context, *sql.Tx) error {
-			called = true
-			return nil
-		}, advisory.Try())
-		if err != nil || !called {
-			t.Fatalf("err = %v, called = %v", err, called)
-		}
-	})
-	t.Run("BadOptionsStillEndTheTx", func(t *testing.T) {
-		t.Parallel()
-		tx, m := mockTx(t)
-		m.ExpectRollback()
-		err := advisory.WithXactLockTx(context.Background(), tx, k42, func(context.Context, *sql.Tx) error { return nil },
-			advisory.Wait(-1))
-		if err == nil {
-			t.Fatal("want an error for a negative timeout")
-		}
-		if err := tx.Commit(); !errors.Is(err, sql.ErrTxDone) {
-			t.Fatalf("tx still open after WithXactLockTx: %v", err)
-		}
-	})
-	t.Run("NilFnStillEndsTheTx", func(t *testing.T) {
-		t.Parallel()
-		tx, m := mockTx(t)
-		m.ExpectRollback()
-		if err := advisory.WithXactLockTx(context.Background(), tx, k42, nil); err == nil {
-			t.Fatal("want an error for a nil fn")
-		}
-	})
-	t.Run("NilTx", func(t *testing.T) {
-		t.Parallel()
-		if err := advisory.WithXactLockTx(context.Background(), nil, k42, func(context.Context, *sql.Tx) error { return nil }); err == nil {
-			t.Fatal("want an error for a nil tx")
-		}
-	})
+	key := sqltext.KeyOf(k42)
+	timeout := advisory.Wait(150 * time.Millisecond)
+	tests := []struct {
+		name   string
+		expect func(m sqlmock.Sqlmock)
+		call   func(ctx context.Context, db *sql.DB, called *bool) error
+	}{
+		{name: "WithSessionLock", expect: func(m sqlmock.Sqlmock) {
+			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, false, false, key)).WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+			m.ExpectExec(sqltext.SessionSlice(sqltext.Guarded, false, 150, key)).WithoutArgs().WillReturnError(errRanOut)
+		}, call: func(ctx context.Context, db *sql.DB, called *bool) error {
+			return advisory.WithSessionLock(ctx, db, k42, func(context.Context, *sql.Conn) error { *called = true; return nil }, timeout)
+		}},
+		{name: "WithXactLock", expect: func(m sqlmock.Sqlmock) {
+			m.ExpectBegin()
+			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, true, false, key)).WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+			m.ExpectExec("ROLLBACK; BEGIN; " + sqltext.GuardedXactSlice(sqltext.Guarded, false, 150, key)).WithoutArgs().WillReturnError(errRanOut)
+			m.ExpectRollback()
+		}, call: func(ctx context.Context, db *sql.DB, called *bool) error {
+			return advisory.WithXactLock(ctx, db, k42, func(context.Context, *sql.Tx) error { *called = true; return nil }, timeout)
+		}},
+		{name: "WithXactLockTx", expect: func(m sqlmock.Sqlmock) {
+			m.ExpectBegin()
+			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, true, false, key)).WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+			m.ExpectExec(sqltext.InSavepoint(false, sqltext.GuardedXactSlice(sqltext.Guarded, false, 150, key))).WithoutArgs().WillReturnError(errRanOut)
+			// The wait leaves the caller's transaction as it was.
+			m.ExpectExec(sqltext.LeaveWaitSavepoint).WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectRollback()
+		}, call: func(ctx context.Context, db *sql.DB, called *bool) error {
+			tx, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			return advisory.WithXactLockTx(ctx, tx, k42, func(context.Context, *sql.Tx) error { *called = true; return nil }, timeout)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			db, m := mock.New(t, sliceSQL)
+			tt.expect(m)
+			called := false
+			err := tt.call(context.Background(), db, &called)
+			if called {
+				t.Error("fn called without the lock")
+			}
+			if !errors.Is(err, advisory.ErrLockTimeout) || !errors.Is(err, errRanOut) {
+				t.Fatalf("got %v; want ErrLockTimeout, with the driver's error", err)
+			}
+			if n := db.Stats().OpenConnections; n != 1 {
+				t.Fatalf("%d connections open; the session should be back in the pool", n)
+			}
+		})
+	}
 }
 
-func TestWithSessionLockConn(t *testing.T) {
+// TestScopeTryRefused: a scope whose try the server refuses returns the
+// refusal and never calls fn; a transaction scope rolls back.
+func TestScopeTryRefused(t *testing.T) {
 	t.Parallel()
-	t.Run("Release", func(t *testing.T) {
-		t.Parallel()
-		conn, m := mockConn(t)
-		m.ExpectExec(trySQL("pg_catalog.pg_try_advisory_lock_shared(42)")).WillReturnResult(rows(1))
-		m.ExpectExec(endSQL("pg_catalog.pg_advisory_unlock_shared(42)")).WillReturnResult(rows(1))
-		err := advisory.WithSessionLockConn(context.Background(), conn, k42, func(context.Context, *sql.Conn) error { return nil },
-			advisory.Shared())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := conn.PingContext(context.Background()); err != nil {
-			t.Fatalf("conn unusable after a clean release: %v", err)
-		}
-	})
-	t.Run("LockLostDiscards", func(t *testing.T) {
-		t.Parallel()
-		conn, m := mockConn(t)
-		m.ExpectExec(trySQL("pg_catalog.pg_try_advisory_lock(42)")).WillReturnResult(rows(1))
-		m.ExpectExec(endSQL("pg_catalog.pg_advisory_unlock(42)")).WillReturnResult(rows(0))
-		m.ExpectClose()
-		err := advisory.WithSessionLockConn(context.Background(), conn, k42, func(context.Context, *sql.Conn) error { return nil })
-		if !errors.Is(err, advisory.ErrLockLost) {
-			t.Fatalf("got %v, want ErrLockLost", err)
-		}
-		if err := conn.PingContext(context.Background()); !errors.Is(err, sql.ErrConnDone) {
-			t.Fatalf("conn not discarded: %v", err)
-		}
-	})
-	t.Run("BadInput", func(t *testing.T) {
-		t.Parallel()
-		conn, _ := mockConn(t)
-		for _, err := range []error{
-			advisory.WithSessionLockConn(context.Background(), nil, k42, func(context.Context, *sql.Conn) error { return nil }),
-			advisory.WithSessionLockConn(context.Background(), conn, k42, nil),
-			advisory.WithSessionLockConn(context.Background(), conn, k42, func(context.Context, *sql.Conn) error { return nil },
-				advisory.Try(), advisory.Wait(time.Second)),
-		} {
-			if err == nil {
-				t.Error("want an error")
-			}
-		}
-	})
+	key := sqltext.KeyOf(k42)
+	for _, r := range refusals {
+		t.Run("WithSessionLock"+r.name, func(t *testing.T) {
+			t.Parallel()
+			db, m := mock.New(t, exactSQL)
+			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, false, false, key)).WithoutArgs().WillReturnError(r.err)
+			err := advisory.WithSessionLock(context.Background(), db, k42, func(context.Context, *sql.Conn) error {
+				t.Error("fn called under a refused lock")
+				return nil
+			})
+			checkRefused(t, err, r.wantErr, r.err)
+		})
+		t.Run("WithXactLock"+r.name, func(t *testing.T) {
+			t.Parallel()
+			db, m := mock.New(t, exactSQL)
+			m.ExpectBegin()
+			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, true, false, key)).WithoutArgs().WillReturnError(r.err)
+			m.ExpectRollback()
+			err := advisory.WithXactLock(context.Background(), db, k42, func(context.Context, *sql.Tx) error {
+				t.Error("fn called under a refused lock")
+				return nil
+			})
+			checkRefused(t, err, r.wantErr, r.err)
+		})
+	}
 }

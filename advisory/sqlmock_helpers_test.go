@@ -204,6 +204,15 @@ func endSQL(held string) string {
 		"CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 2 END)"
 }
 
+// A wait for a busy key runs in slices: statements that each wait at
+// most about a second under lock_timeout, so that none holds a snapshot
+// for longer. A slice is 1100 ms by default; one that runs out fails with
+// SQLSTATE 55P03, and the wait goes on. A wait for one key, in a session
+// as in a transaction, reads the session's settings right after the try
+// that found it busy; a wait for several runs its first slice blind and
+// reads them after the first slice that ran out. The unit tests of the
+// waits are with their lock functions'.
+
 // errRanOut is how the server fails a slice that ran out.
 var errRanOut = &sqlState{"55P03", "canceling statement due to lock timeout"}
 

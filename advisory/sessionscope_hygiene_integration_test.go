@@ -18,7 +18,10 @@ import (
 
 // The pool-hygiene ghost-lock tests: many acquisitions through one small
 // pool, with contention and cancellation at random points, after which no
-// pooled session may hold an advisory lock.
+// pooled session may hold an advisory lock. This file holds the run, and
+// the test of WithSessionLock and the plain session functions on it, a
+// subtest of TestWithSessionLockIntegration; WithXactLock's is in
+// xactscope_integration_test.go.
 
 // cancelPoint is when an acquisition's ctx is cancelled.
 type cancelPoint int
@@ -298,10 +301,7 @@ func hygieneExcused(driverName string, err error, fnRan bool) bool {
 		(driverName == pgtest.DriverPGXCancel && pgSQLState(err) == "57014")
 }
 
-// errHygienePanic is what fn panics with in the xact hygiene test.
-var errHygienePanic = errors.New("fn panicked on purpose")
-
-func TestGhostPoolHygiene(t *testing.T) {
+func testWithSessionLockGhostPoolHygiene(t *testing.T) {
 	pgtest.EachDriver(t, pgAllDrivers, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		var outcomes hygieneOutcomes
@@ -389,100 +389,4 @@ func hygieneLockUnlock(ctx context.Context, db *sql.DB, h *hygieneRun, cancel co
 	wait, fnErr := h.critical(ctx, conn, cancel, g)
 	wait()
 	return errors.Join(fnErr, unlock(ctx, conn, h.key))
-}
-
-func TestGhostXactHygiene(t *testing.T) {
-	pgtest.EachDriver(t, pgAllDrivers, func(t *testing.T, tg pgtest.Target) {
-		t.Parallel()
-		var outcomes hygieneOutcomes
-		db, _, keys := runHygiene(t, tg, func(db *sql.DB, h *hygieneRun, g *rwGuard) (err error) {
-			ctx, cancel, wait := h.hygieneCtx()
-			defer cancel()
-			defer wait()
-			var opts []advisory.LockOption
-			if h.shared {
-				opts = append(opts, advisory.Shared())
-			}
-			v := h.variant
-			try, bounded, panicking, commitEarly := v == 0, v == 1, v == 2 || v == 3, v == 4
-			switch {
-			case try:
-				opts = append(opts, advisory.Try())
-				h.desc += " with Try"
-			case bounded:
-				opts = append(opts, advisory.Wait(h.delay+time.Millisecond))
-				h.desc += " with Timeout"
-			}
-			if panicking {
-				h.desc += ", fn panics"
-			}
-			if commitEarly {
-				h.desc += ", fn commits"
-			}
-
-			var fnErr error
-			fnRan := false
-			func() {
-				defer func() {
-					if p := recover(); p != nil {
-						if p != errHygienePanic {
-							panic(p)
-						}
-						err = errHygienePanic
-					}
-				}()
-				err = advisory.WithXactLock(ctx, db, h.key, func(ctx context.Context, tx *sql.Tx) error {
-					fnRan = true
-					var waitFn func()
-					waitFn, fnErr = h.critical(ctx, tx, cancel, g)
-					waitFn()
-					if panicking {
-						panic(errHygienePanic)
-					}
-					if commitEarly && fnErr == nil {
-						fnErr = advisory.CommitEarly(ctx)
-					}
-					return fnErr
-				}, as[advisory.XactOption](opts)...)
-			}()
-			if h.point == cancelAfter {
-				cancel()
-			}
-			outcomes.add(err)
-			switch {
-			case err == nil && !fnRan:
-				return fmt.Errorf("%s: WithXactLock returned nil without running fn", h.desc)
-			case errors.Is(err, errHygienePanic):
-				if !fnRan || !panicking {
-					return fmt.Errorf("%s: unexpected panic (fn ran: %v)", h.desc, fnRan)
-				}
-			case errors.Is(err, advisory.ErrLockLost), errors.Is(err, advisory.ErrNotHeld):
-				return fmt.Errorf("%s: %w", h.desc, err)
-			case errors.Is(err, advisory.ErrNotAcquired):
-				if !try || fnRan {
-					return fmt.Errorf("%s: %w (fn ran: %v)", h.desc, err, fnRan)
-				}
-			case errors.Is(err, advisory.ErrLockTimeout):
-				if !bounded || fnRan {
-					return fmt.Errorf("%s: %w (fn ran: %v)", h.desc, err, fnRan)
-				}
-			case err != nil && !h.interrupted() && !hygieneExcused(tg.Driver, err, fnRan):
-				return fmt.Errorf("%s: uninterrupted WithXactLock failed: %w", h.desc, err)
-			case fnErr != nil && !errors.Is(err, fnErr):
-				return fmt.Errorf("%s: fn returned %v, WithXactLock %v", h.desc, fnErr, err)
-			}
-			return nil
-		})
-		t.Logf("outcomes: %v", &outcomes)
-
-		ran := false
-		err := advisory.WithXactLock(context.Background(), db, keys[1], func(context.Context, *sql.Tx) error {
-			ran = true
-			return nil
-		})
-		if err != nil || !ran {
-			t.Fatalf("WithXactLock after the storm = %v (fn ran: %v)", err, ran)
-		}
-		pgRequireFree(t, tg.DB, keys[1])
-	})
 }

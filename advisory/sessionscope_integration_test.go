@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,8 +14,97 @@ import (
 	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
-// Integration tests of what a session scope reports when its session is
-// lost, left in a transaction, or panics, and of waits the server ends.
+// Integration tests of the session scopes, WithSessionLock and
+// WithSessionLockConn (sessionscope.go): what they do, and what they
+// report when their session is lost or left in a transaction, or when fn
+// panics. The pool-hygiene run is in
+// sessionscope_hygiene_integration_test.go; what both scopes do alike is
+// in scoped_integration_test.go.
+
+// TestWithSessionLockIntegration runs the integration tests of the
+// session scopes, one subtest a theme, each on every server and driver.
+func TestWithSessionLockIntegration(t *testing.T) {
+	t.Run("Basics", testWithSessionLockBasics)
+	t.Run("LockLost", testWithSessionLockLockLost)
+	t.Run("TxLeftOpen", testWithSessionLockTxLeftOpen)
+	t.Run("TxLeftOpenConcurrent", testWithSessionLockTxLeftOpenConcurrent)
+	t.Run("PanicReleases", testWithSessionLockPanicReleases)
+	t.Run("HeartbeatCtxEnds", testWithSessionLockHeartbeatCtxEnds)
+	t.Run("GhostPoolHygiene", testWithSessionLockGhostPoolHygiene)
+}
+
+func testWithSessionLockBasics(t *testing.T) {
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		ctx := context.Background()
+		keys := newPGKeys()
+
+		for _, tc := range []struct {
+			name   string
+			shared bool
+			fnErr  error
+		}{
+			{"ReleasesAfterFn", false, nil},
+			{"ReleasesAfterFnShared", true, nil},
+			{"ReleasesOnError", false, errScopedFn},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				k := keys.next()
+				db := pgOpenOne(t, tg)
+				var pid int
+				var opts []advisory.LockOption
+				if tc.shared {
+					opts = append(opts, advisory.Shared())
+				}
+				err := advisory.WithSessionLock(ctx, db, k, func(ctx context.Context, conn *sql.Conn) error {
+					pid = pgtest.PID(t, conn)
+					pgRequireHolds(t, tg.DB, pid, k, tc.shared)
+					return tc.fnErr
+				}, as[advisory.SessionOption](opts)...)
+				if !errors.Is(err, tc.fnErr) || (tc.fnErr == nil && err != nil) {
+					t.Fatalf("WithSessionLock = %v; want %v", err, tc.fnErr)
+				}
+				pgRequireFree(t, tg.DB, k)
+				// Released cleanly, so the session went back to the pool.
+				pgRequirePooledClean(t, tg.DB, db, pid)
+			})
+		}
+
+		t.Run("PanicClosesSession", func(t *testing.T) {
+			k := keys.next()
+			var pid int
+			p := func() (p any) {
+				defer func() { p = recover() }()
+				_ = advisory.WithSessionLock(ctx, tg.DB, k, func(ctx context.Context, conn *sql.Conn) error {
+					pid = pgtest.PID(t, conn)
+					panic(errScopedFn)
+				})
+				return nil
+			}()
+			if p != errScopedFn {
+				t.Fatalf("recovered %v; want fn's panic to continue", p)
+			}
+			pgWaitGone(t, tg.DB, pid)
+			pgRequireFree(t, tg.DB, k)
+		})
+
+		t.Run("LockLost", func(t *testing.T) {
+			// fn releases the lock itself: the helper reports that fn may
+			// have run without it, and closes the session.
+			k := keys.next()
+			var pid int
+			err := advisory.WithSessionLock(ctx, tg.DB, k, func(ctx context.Context, conn *sql.Conn) error {
+				pid = pgtest.PID(t, conn)
+				return advisory.Unlock(ctx, conn, k)
+			})
+			if !errors.Is(err, advisory.ErrLockLost) {
+				t.Fatalf("WithSessionLock whose fn unlocked = %v; want ErrLockLost", err)
+			}
+			pgWaitGone(t, tg.DB, pid)
+			pgRequireFree(t, tg.DB, k)
+		})
+	})
+}
 
 // sessionScopeKinds runs a session scope through WithSessionLock, which
 // owns its connection, and through WithSessionLockConn on a connection of
@@ -42,10 +132,10 @@ func pgTakeOver(t *testing.T, obs *sql.DB, other *sql.Conn, pid int, key advisor
 	})
 }
 
-// TestSessionScopeLockLostIntegration: a scope whose backend was
+// testWithSessionLockLockLost: a scope whose backend was
 // terminated while fn ran, and whose key another session then took, never
 // reports success, whether ctx ended before fn returned or not.
-func TestSessionScopeLockLostIntegration(t *testing.T) {
+func testWithSessionLockLockLost(t *testing.T) {
 	pgtest.EachDriver(t, pgAllDrivers, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		keys := newPGKeys()
@@ -81,11 +171,11 @@ func TestSessionScopeLockLostIntegration(t *testing.T) {
 	})
 }
 
-// TestSessionScopeTxLeftOpenIntegration: an fn that returns with a
+// testWithSessionLockTxLeftOpen: an fn that returns with a
 // transaction still open on conn, failed or not, begun on fn's context or
 // on another, gets a prompt error that names the mistake, and the lock is
 // released at once.
-func TestSessionScopeTxLeftOpenIntegration(t *testing.T) {
+func testWithSessionLockTxLeftOpen(t *testing.T) {
 	pgtest.EachDriver(t, pgAllDrivers, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		keys := newPGKeys()
@@ -168,10 +258,10 @@ func TestSessionScopeTxLeftOpenIntegration(t *testing.T) {
 	})
 }
 
-// TestSessionScopePanicReleasesIntegration: when fn panics, the lock is
+// testWithSessionLockPanicReleases: when fn panics, the lock is
 // released before the panic reaches the caller, so another session can
 // take the key at once, without polling.
-func TestSessionScopePanicReleasesIntegration(t *testing.T) {
+func testWithSessionLockPanicReleases(t *testing.T) {
 	pgtest.EachDriver(t, pgAllDrivers, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		keys := newPGKeys()
@@ -204,35 +294,61 @@ func TestSessionScopePanicReleasesIntegration(t *testing.T) {
 	})
 }
 
-// TestScopeContextEndsInFnIntegration: when ctx ends while fn runs and fn
-// returns nil, WithXactLock reports ctx's error (the transaction was rolled
-// back, undoing fn's work), and WithSessionLock reports fn's nil (the lock
-// was held until fn returned, and nothing was undone). Each doc says so.
-func TestScopeContextEndsInFnIntegration(t *testing.T) {
-	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
+// testWithSessionLockTxLeftOpenConcurrent: many scopes at once
+// whose fn leaves a transaction open on fn's context. Each ends its
+// session while the transaction is open, then database/sql rolls the
+// transaction back and closes the connection; the two must not race (a
+// Raw call racing a Conn's close makes database/sql panic). Every scope
+// reports the mistake, and no lock stays held.
+func testWithSessionLockTxLeftOpenConcurrent(t *testing.T) {
+	pgtest.EachDriver(t, pgAllDrivers, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		keys := newPGKeys()
-		t.Run("Xact", func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			err := advisory.WithXactLock(ctx, tg.DB, keys.next(), func(context.Context, *sql.Tx) error {
-				cancel()
-				return nil
+		db := tg.Server.Open(t, tg.Driver)
+		db.SetMaxOpenConns(8)
+		var wg sync.WaitGroup
+		for range 4 {
+			ks := []advisory.Key{keys.next(), keys.next()}
+			wg.Go(func() {
+				for i := range 25 {
+					err := advisory.WithSessionLock(context.Background(), db, ks[i%2], func(ctx context.Context, conn *sql.Conn) error {
+						_, err := conn.BeginTx(ctx, nil)
+						return err
+					})
+					if err == nil || !strings.Contains(err.Error(), "transaction still open") {
+						t.Errorf("got %v; want an error saying fn left a transaction open", err)
+						return
+					}
+				}
 			})
-			if !errors.Is(err, context.Canceled) {
-				t.Fatalf("got %v; want context.Canceled", err)
-			}
-		})
-		t.Run("Session", func(t *testing.T) {
+			t.Cleanup(func() {
+				for _, k := range ks {
+					pgtest.AwaitFree(t, tg.DB, k)
+				}
+			})
+		}
+		wg.Wait()
+	})
+}
+
+// testWithSessionLockHeartbeatCtxEnds: a scope with a heartbeat
+// whose ctx ends while fn runs still stops its heartbeat, releases its
+// lock and returns its connection, whatever the order in which the two
+// end.
+func testWithSessionLockHeartbeatCtxEnds(t *testing.T) {
+	pgtest.EachDriver(t, pgAllDrivers, func(t *testing.T, tg pgtest.Target) {
+		t.Parallel()
+		keys := newPGKeys()
+		db := tg.Server.Open(t, tg.Driver)
+		for range 20 {
 			key := keys.next()
 			ctx, cancel := context.WithCancel(context.Background())
-			err := advisory.WithSessionLock(ctx, tg.DB, key, func(context.Context, *sql.Conn) error {
+			_ = advisory.WithSessionLock(ctx, db, key, func(context.Context, *sql.Conn) error {
 				cancel()
 				return nil
-			})
-			if err != nil {
-				t.Fatalf("got %v; want nil: the lock was held until fn returned", err)
-			}
+			}, advisory.Heartbeat(time.Hour))
 			pgtest.AwaitFree(t, tg.DB, key)
-		})
+			pgtest.Await(t, "every connection back in the pool after the scope returned", func() (bool, error) { return db.Stats().InUse == 0, nil })
+		}
 	})
 }
