@@ -6,7 +6,9 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
@@ -44,11 +46,13 @@ type Lease struct {
 	stop   chan struct{} // closed by Release
 	done   chan struct{} // closed when the heartbeat has stopped
 
-	mu      sync.Mutex
-	err     error // set once: the loss, or context.Canceled on release
-	beats   int64 // heartbeats sent and ended; see Beats
-	relErr  error // what Release returned
-	endOnce sync.Once
+	mu        sync.Mutex
+	err       error // set once: the loss, or context.Canceled on release
+	beats     int64 // heartbeats sent and ended; see Beats
+	finished  bool  // the heartbeat no longer works on conn
+	abandoned bool  // Release stopped waiting for the heartbeat, which then ends the session itself
+	relErr    error // what Release returned
+	endOnce   sync.Once
 }
 
 // StartLease starts the lease of a session lock that conn has just taken
@@ -142,8 +146,18 @@ func (l *Lease) Err() error {
 }
 
 // watch runs the heartbeat until Release or a loss.
+//
+// Every call the heartbeat makes on conn goes through rawConn, so that a
+// close of conn that races it (the caller's, or database/sql's own after
+// a statement of the caller's met a dead session) fails the call instead
+// of making database/sql panic; and the heartbeat never closes conn
+// itself, since the caller may be running a statement on it (a session
+// scope's fn does, beside the heartbeat), which such a close would make
+// panic in the same way. Release, which waits for the heartbeat to stop,
+// closes conn.
 func (l *Lease) watch() {
 	defer close(l.done)
+	defer l.stopped()
 	t := time.NewTimer(l.interval)
 	defer t.Stop()
 	for {
@@ -153,19 +167,54 @@ func (l *Lease) watch() {
 		case <-t.C:
 		}
 		if err := l.beat(); err != nil {
-			l.lose(err)
-			// Behind a transaction pooler, closing the connection
-			// ends nothing on the server: undo the lock and the mark
-			// first, unless the server did not answer, when the
-			// session is closed at once.
-			if !errors.Is(err, errNoAnswer) {
-				l.reclaim()
-			}
-			l.discard()
+			l.lost(err)
 			return
 		}
 		t.Reset(l.interval)
 	}
+}
+
+// lost acts on a loss the heartbeat found: it records it, undoes the lock
+// and the mark where the server answers, and ends the session.
+func (l *Lease) lost(err error) {
+	l.lose(err)
+	// Behind a transaction pooler, closing the connection ends nothing
+	// on the server: undo the lock and the mark first, unless the server
+	// did not answer, when the session is ended at once.
+	if !errors.Is(err, errNoAnswer) {
+		l.reclaim()
+	}
+	l.endSession()
+}
+
+// stopped records that the heartbeat no longer works on conn. If Release
+// gave up waiting for it, nothing else will end the lease: it ends the
+// session, whose lock it may still hold (a heartbeat that answered after
+// Release gave up found no loss), and discards conn when the lease owns
+// it. A caller's conn is the caller's to close once Release has returned.
+func (l *Lease) stopped() {
+	l.mu.Lock()
+	l.finished = true
+	abandoned := l.abandoned
+	l.mu.Unlock()
+	if abandoned {
+		l.endSession()
+		if l.owned {
+			l.discard()
+		}
+	}
+}
+
+// abandon records that Release stops waiting for the heartbeat, unless
+// the heartbeat has stopped, and reports whether it had not.
+func (l *Lease) abandon() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.finished {
+		return false
+	}
+	l.abandoned = true
+	return true
 }
 
 // beat proves the lock with one round trip, bounded by the heartbeat
@@ -177,10 +226,10 @@ func (l *Lease) watch() {
 func (l *Lease) beat() error {
 	var n int64
 	var err error
-	rawErr := l.conn.Raw(func(dc any) error {
+	rawErr := rawConn(l.conn, func(dc any) error {
 		ex, ok := dc.(driver.ExecerContext)
 		if !ok {
-			err = fmt.Errorf("advisory: the driver's connection (%T) does not implement driver.ExecerContext", dc)
+			err = errNoExecer(dc)
 			return nil
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), l.interval)
@@ -237,12 +286,46 @@ func (l *Lease) lose(cause error) {
 }
 
 // discard closes the session, so that the server drops whatever it holds,
-// and closes conn when the lease owns it.
+// and closes conn when the lease owns it: as [Discard], through rawConn.
+// database/sql closes conn once a transaction open on it has ended.
 func (l *Lease) discard() {
 	dropMark(l.conn)
-	Discard(l.conn)
+	_ = rawConn(l.conn, func(dc any) error {
+		unpool(dc)
+		return driver.ErrBadConn
+	})
 	if l.owned {
 		_ = l.conn.Close()
+	}
+}
+
+// endSession ends the lease's session after a loss, so that the server
+// drops whatever it holds, by closing the driver's connection under conn
+// at once ([closeDriverConn]), whatever transaction is open on it. It
+// leaves conn itself open, and failing every statement, for Release to
+// close: see [Lease.watch].
+func (l *Lease) endSession() {
+	dropMark(l.conn)
+	_ = rawConn(l.conn, func(dc any) error {
+		closeDriverConn(dc)
+		return nil
+	})
+}
+
+// discardWithin discards conn after a loss, whose session the heartbeat
+// has ended, waiting at most until ctx ends: database/sql closes conn only
+// once a transaction open on it has ended, and one that fn left open may
+// never end. database/sql's close marks conn closed before it waits for
+// that transaction, so that a later call on conn reports sql.ErrConnDone.
+func (l *Lease) discardWithin(ctx context.Context) {
+	discarded := make(chan struct{})
+	go func() {
+		defer close(discarded)
+		l.discard()
+	}()
+	select {
+	case <-discarded:
+	case <-ctx.Done():
 	}
 }
 
@@ -266,32 +349,33 @@ func (l *Lease) End(ctx context.Context, end func(ctx context.Context) error) er
 func (l *Lease) release(ctx context.Context, end func(context.Context) error) error {
 	close(l.stop)
 	defer dropMark(l.conn)
-	// Wait for the heartbeat to stop, even when ctx has ended: until it
-	// has, it may still use conn, and after a loss it discards the
-	// session before it stops. Its own deadline bounds a heartbeat in
-	// flight; ReleaseTimeout bounds the wait for a driver that does not
+	// Wait for the heartbeat to stop, even when ctx has ended, and after a
+	// loss too: until it has, it may still use conn, and after a loss it
+	// undoes the lock behind a pooler and ends the session before it
+	// stops. A Release that returned sooner would let its caller close
+	// conn under the heartbeat, which database/sql does not survive (a
+	// Raw call that a Conn's close races panics), and which would put the
+	// session back in the pool, lock and mark and all, before the
+	// heartbeat ended it. The heartbeat's own deadline bounds a heartbeat
+	// in flight; ReleaseTimeout bounds the wait for a driver that does not
 	// give a statement up.
 	wctx, cancel := detachedContext(ctx)
 	defer cancel()
-	// After a loss, a lease that owns conn need not wait: the heartbeat
-	// discards the session once the driver gives its statement up. One on
-	// a caller's conn waits, since the caller may close conn once Release
-	// returns.
-	var lost <-chan struct{}
-	if l.owned {
-		lost = l.ctx.Done()
-	}
 	select {
 	case <-l.done:
-	case <-lost:
-		return l.Err()
 	case <-wctx.Done():
-		// A heartbeat is stuck on a server that does not answer; it
-		// will discard the session when the driver gives up.
-		l.lose(fmt.Errorf("release: no heartbeat ended within %v", ReleaseTimeout))
-		return l.Err()
+		if l.abandon() {
+			// A heartbeat is stuck on a server that does not answer;
+			// it ends the session when the driver gives up.
+			l.lose(fmt.Errorf("release: no heartbeat ended within %v", ReleaseTimeout))
+			return l.Err()
+		}
+		// The heartbeat stopped as the wait ran out.
 	}
 	if err := l.Err(); err != nil {
+		// The heartbeat has ended the session; conn goes now, with no
+		// call of the lease's left to race its close.
+		l.discardWithin(wctx)
 		return err
 	}
 	l.mu.Lock()
@@ -313,7 +397,7 @@ func (l *Lease) release(ctx context.Context, end func(context.Context) error) er
 func (l *Lease) end(ctx context.Context) error {
 	rctx, cancel := detachedContext(ctx)
 	defer cancel()
-	n, err := Run(rctx, l.conn, sqltext.LeaseEnd(l.pid, l.mark, l.o.Shared, l.owned, l.key))
+	n, err := l.run(rctx, sqltext.LeaseEnd(l.pid, l.mark, l.o.Shared, l.owned, l.key))
 	op, keys := l.o.UnlockOp(), l.key.String()
 	switch {
 	case err == nil && n&sqltext.EndTxOpen != 0, SQLState(err) == "25P02":
@@ -359,7 +443,71 @@ var errElsewhere = errors.New("the statement ran on another backend than the lea
 func (l *Lease) reclaim() {
 	ctx, cancel := context.WithTimeout(context.Background(), max(l.interval, reclaimTimeout))
 	defer cancel()
-	_, _ = Run(ctx, l.conn, sqltext.LeaseEnd(l.pid, l.mark, l.o.Shared, l.owned, l.key))
+	_, _ = l.run(ctx, sqltext.LeaseEnd(l.pid, l.mark, l.o.Shared, l.owned, l.key))
+}
+
+// run sends query, a statement without arguments, on the driver's
+// connection under conn, guarded as [Run] guards a statement, and returns
+// the rows it affected; as Run, it trusts no success while ctx is done.
+// It reaches the session through rawConn only, so that a close of conn
+// racing it fails it instead of making database/sql panic.
+func (l *Lease) run(ctx context.Context, query string) (n int64, err error) {
+	rawErr := rawConn(l.conn, func(dc any) error {
+		ex, ok := dc.(driver.ExecerContext)
+		if !ok {
+			err = errNoExecer(dc)
+			return nil
+		}
+		defer Watch(ctx, dc)()
+		var res driver.Result
+		if res, err = ex.ExecContext(ctx, query, nil); err == nil {
+			if err = ctx.Err(); err == nil {
+				n, err = res.RowsAffected()
+			}
+		}
+		return nil
+	})
+	if rawErr != nil {
+		return 0, rawErr
+	}
+	return n, err
+}
+
+// errNoExecer reports a driver's connection dc that a lease cannot send
+// a statement on.
+func errNoExecer(dc any) error {
+	return fmt.Errorf("advisory: the driver's connection (%T) does not implement driver.ExecerContext", dc)
+}
+
+// rawConn is conn.Raw, except that a close of conn that races it makes it
+// report sql.ErrConnDone instead of panicking. database/sql's Raw, as
+// every method of a *sql.Conn, first checks that conn is open, then takes
+// conn's lock and reads its driver connection: a close that lands
+// between the two (the caller's Close, or database/sql's own after a
+// statement reported driver.ErrBadConn), however Conn.Close's doc says it
+// is safe beside other calls, has set that connection to nil by the time
+// Raw gets the lock, and Raw dereferences it before it calls f. conn is
+// closed for good then, and the read lock that Raw took and keeps is one
+// that only that close, already done, would wait for. A panic in f goes
+// on as it would from Raw.
+func rawConn(conn *sql.Conn, f func(dc any) error) (err error) {
+	called := false
+	defer func() {
+		if called {
+			return // f's own panic goes on
+		}
+		if r := recover(); r != nil {
+			if _, ok := r.(runtime.Error); !ok {
+				panic(r)
+			}
+			closeRaces.Add(1)
+			err = sql.ErrConnDone
+		}
+	}()
+	return conn.Raw(func(dc any) error {
+		called = true
+		return f(dc)
+	})
 }
 
 // reclaimTimeout bounds a statement that cleans up after a pooler.
@@ -397,3 +545,6 @@ func pooledStatement(err error) bool {
 	code := SQLState(err)
 	return code == "42P05" || code == "26000"
 }
+
+// closeRaces counts the calls rawConn found conn closed under, for tests.
+var closeRaces atomic.Int64
