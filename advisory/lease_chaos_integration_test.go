@@ -14,7 +14,8 @@ import (
 	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
-// A mutual-exclusion run under chaos: goroutines take leases with fencing
+// A mutual-exclusion run under chaos (the Chaos and ChaosRestartPause
+// subtests of TestLeaseIntegration): goroutines take leases with fencing
 // tokens on a few keys while their backends are terminated at random. The
 // protected work is a write that a table accepts only with a token higher
 // than the last it accepted, as a store that fences its writers does. No
@@ -28,7 +29,7 @@ const (
 	chaosDuration  = 3 * time.Second
 )
 
-func TestLeaseChaosIntegration(t *testing.T) {
+func testLeaseChaos(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		// Not parallel: 32 leases hold 32 sessions of the shared server.
 		app := pgtest.UniqueName("advisory-")
@@ -49,11 +50,11 @@ func TestLeaseChaosIntegration(t *testing.T) {
 	})
 }
 
-// TestLeaseChaosRestartPauseIntegration is the same run on a dedicated
+// testLeaseChaosRestartPause is the same run on a dedicated
 // server that the chaos also restarts and freezes, one driver at a time.
 // While the server is down or frozen, writes and acquisitions fail; no
 // stale write may be accepted all the same.
-func TestLeaseChaosRestartPauseIntegration(t *testing.T) {
+func testLeaseChaosRestartPause(t *testing.T) {
 	for _, s := range pgtest.StartServer(t) {
 		t.Run(s.Name, func(t *testing.T) {
 			t.Parallel()

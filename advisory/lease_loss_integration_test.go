@@ -16,8 +16,8 @@ import (
 	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
-// Integration tests of a lease's loss detection, one per event that ends
-// the holder's session: pg_terminate_backend, a restart of the server, a
+// Integration tests of a lease's loss detection (the Loss subtests of
+// TestLeaseIntegration), one per event that ends the holder's session: pg_terminate_backend, a restart of the server, a
 // frozen server, idle_session_timeout and
 // idle_in_transaction_session_timeout. Each measures the time from the
 // event to Done, logs its p50 and max ("lease detection" lines, which
@@ -129,7 +129,7 @@ func releaseLost(t *testing.T, l *advisory.Lease) {
 	}
 }
 
-func TestLeaseLossTerminateIntegration(t *testing.T) {
+func testLeaseLossTerminate(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
@@ -164,9 +164,9 @@ func openNoIdle(t *testing.T, s *pgtest.Server, driver string) *sql.DB {
 	return db
 }
 
-// TestLeaseLossRestartPauseIntegration restarts and pauses a dedicated
+// testLeaseLossRestartPause restarts and pauses a dedicated
 // server while a lease of each driver holds a key on it.
-func TestLeaseLossRestartPauseIntegration(t *testing.T) {
+func testLeaseLossRestartPause(t *testing.T) {
 	for _, s := range pgtest.StartServer(t) {
 		t.Run(s.Name, func(t *testing.T) {
 			t.Parallel()
@@ -251,15 +251,15 @@ func TestLeaseLossRestartPauseIntegration(t *testing.T) {
 
 // idleTimeout is the idle_session_timeout and
 // idle_in_transaction_session_timeout of the server that
-// TestLeaseLossIdleTimeoutIntegration starts.
+// TestLeaseIntegration/LossIdleTimeout starts.
 const idleTimeout = 500 * time.Millisecond
 
-// TestLeaseLossIdleTimeoutIntegration starts a server whose sessions end
+// testLeaseLossIdleTimeout starts a server whose sessions end
 // after idleTimeout idle, in a transaction or not. A lease whose
 // heartbeat is less frequent than the timeout loses its session and
 // reports the loss; one whose heartbeat is more frequent keeps its
 // session, and its lock, for several timeouts.
-func TestLeaseLossIdleTimeoutIntegration(t *testing.T) {
+func testLeaseLossIdleTimeout(t *testing.T) {
 	ms := strconv.Itoa(int(idleTimeout / time.Millisecond))
 	servers := pgtest.StartServer(t,
 		"-c", "idle_session_timeout="+ms+"ms",

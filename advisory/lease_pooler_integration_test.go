@@ -19,7 +19,7 @@ import (
 )
 
 // Integration tests of leases and Lockers through PgBouncer in transaction
-// mode, where a session lock cannot work: each statement may land on
+// mode (TestLeaseIntegration/Pooler), where a session lock cannot work: each statement may land on
 // another backend, and two clients may share one, where their locks stack.
 // A lease must be refused at acquisition, or be lost before any other
 // client holds its key; and once everything is released, no lock and no
@@ -278,7 +278,7 @@ func poolerNoise(db *sql.DB, clients int, stop <-chan struct{}) *sync.WaitGroup 
 	return &wg
 }
 
-// TestLeasePoolerIntegration takes a lease, or a Locker's lease, through
+// testLeasePooler takes a lease, or a Locker's lease, through
 // PgBouncer in transaction mode with pool sizes 1 to 4, and has another
 // client take the same key through the same PgBouncer with a lease, a
 // Locker, a session scope and a transaction scope: first with nothing
@@ -291,7 +291,7 @@ func poolerNoise(db *sql.DB, clients int, stop <-chan struct{}) *sync.WaitGroup 
 // all land on other backends, can leave a lock and a mark on a pooled
 // backend (see "Through a transaction pooler" there), on a loaded machine
 // even in the quiet phase.
-func TestLeasePoolerIntegration(t *testing.T) {
+func testLeasePooler(t *testing.T) {
 	runs := poolerRuns()
 	for _, srv := range pgtest.Servers(t) {
 		direct := srv.Open(t, pgtest.DriverPQ)
