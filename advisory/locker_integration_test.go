@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,8 +13,19 @@ import (
 	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
-// Integration tests of the multiplexed Locker: what each option does,
-// where a Locker waits, and what Close leaves.
+// Integration tests of the multiplexed Locker (locker.go): what each
+// option does, where a Locker waits, and what Close leaves (Basics), and
+// ten thousand keys on four connections. Its connections' loss is in
+// locker_loss_integration_test.go.
+
+// TestLockerIntegration runs the integration tests of the Locker, one
+// subtest a theme, each on every server and driver.
+func TestLockerIntegration(t *testing.T) {
+	t.Run("Basics", testLockerBasics)
+	t.Run("TenThousandKeys", testLockerTenThousandKeys)
+	t.Run("Loss", testLockerLoss)
+	t.Run("Chaos", testLockerChaos)
+}
 
 // newLocker returns a Locker on db, closed at t's end.
 func newLocker(t *testing.T, db *sql.DB, cfg ...advisory.LockerConfig) *advisory.Locker {
@@ -42,7 +54,7 @@ func pgBackendsOfApp(t *testing.T, obs *sql.DB, app string) (backends, locks int
 	return backends, locks
 }
 
-func TestLockerIntegration(t *testing.T) {
+func testLockerBasics(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
@@ -365,4 +377,90 @@ func TestLockerIntegration(t *testing.T) {
 			}
 		})
 	})
+}
+
+// manyKeys is how many keys one process holds on at most manyConns
+// connections.
+const (
+	manyKeys  = 10_000
+	manyConns = 4
+)
+
+func testLockerTenThousandKeys(t *testing.T) {
+	// Two drivers at once hold 20,000 keys on each server: its lock
+	// table needs room, which a dedicated server gives.
+	for _, s := range pgtest.StartServer(t, "-c", "max_locks_per_transaction=256") {
+		t.Run(s.Name, func(t *testing.T) {
+			t.Parallel()
+			for _, driver := range pgtest.Drivers {
+				t.Run(driver, func(t *testing.T) {
+					t.Parallel()
+					ctx := context.Background()
+					obs := s.Open(t, pgtest.DriverPQ)
+					app := pgtest.UniqueName("advisory-")
+					tg := pgtest.Target{Server: s, Driver: driver, DB: obs}
+					db := pgtest.OpenApp(t, tg, app)
+					// Each heartbeat reads pg_locks, which copies the
+					// server's whole lock table: 20,000 locks and more.
+					// On a machine loaded by the rest of the suite that
+					// has taken over a second, the bound a 1 s interval
+					// sets for the answer.
+					lk := newLocker(t, db, advisory.LockerConfig{MaxConns: manyConns, Heartbeat: 3 * time.Second})
+					gen := newPGKeys()
+					ls := make([]*advisory.Lease, manyKeys)
+					var next atomic.Int64
+					start := time.Now()
+					var wg sync.WaitGroup
+					for range 32 {
+						wg.Go(func() {
+							for i := next.Add(1) - 1; i < manyKeys; i = next.Add(1) - 1 {
+								k := gen.next()
+								if i%2 == 1 {
+									k = gen.nextPair()
+								}
+								l, err := lk.Acquire(ctx, k, advisory.Try())
+								if err != nil {
+									t.Errorf("key %d of %d: %v", i, manyKeys, err)
+									return
+								}
+								ls[i] = l
+							}
+						})
+					}
+					wg.Wait()
+					if t.Failed() {
+						return
+					}
+					took := time.Since(start)
+					for _, l := range ls {
+						if err := l.Err(); err != nil {
+							t.Fatalf("lease on %s lost while taking the others: %v", l.Key(), err)
+						}
+					}
+					backends, locks := pgBackendsOfApp(t, obs, app)
+					if backends > manyConns || locks != manyKeys {
+						t.Fatalf("%d locks on %d backends; want %d on at most %d", locks, backends, manyKeys, manyConns)
+					}
+					// A few heartbeats, each proving 2,500 leases.
+					awaitBeats(t, 2, ls...)
+					for _, l := range ls {
+						if err := l.Err(); err != nil {
+							t.Fatalf("lease on %s lost while held: %v", l.Key(), err)
+						}
+					}
+					// Half are released one by one, the rest by Close.
+					for _, l := range ls[:manyKeys/2] {
+						if err := l.Release(ctx); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if err := lk.Close(ctx); err != nil {
+						t.Fatal(err)
+					}
+					pgRequireNoAppLocks(t, obs, app)
+					t.Logf("%d keys held on %d backends, taken in %v by 32 goroutines", locks, backends, took.Round(time.Millisecond))
+				})
+			}
+		})
+	}
 }

@@ -13,104 +13,18 @@ import (
 	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
-// The proofs of the multiplexed Locker: ten thousand keys on four
-// connections, a terminated connection that loses exactly its own leases,
-// and a hundred thousand fenced acquisitions by two Lockers under
-// terminations.
+// The proofs of the multiplexed Locker whose connections are terminated
+// (the Loss and Chaos subtests of TestLockerIntegration): a terminated
+// connection loses exactly its own leases, and a hundred thousand fenced
+// acquisitions by two Lockers under terminations accept no stale write.
 
-// manyKeys is how many keys one process holds on at most manyConns
-// connections.
-const (
-	manyKeys  = 10_000
-	manyConns = 4
-)
-
-func TestLockerTenThousandKeysIntegration(t *testing.T) {
-	// Two drivers at once hold 20,000 keys on each server: its lock
-	// table needs room, which a dedicated server gives.
-	for _, s := range pgtest.StartServer(t, "-c", "max_locks_per_transaction=256") {
-		t.Run(s.Name, func(t *testing.T) {
-			t.Parallel()
-			for _, driver := range pgtest.Drivers {
-				t.Run(driver, func(t *testing.T) {
-					t.Parallel()
-					ctx := context.Background()
-					obs := s.Open(t, pgtest.DriverPQ)
-					app := pgtest.UniqueName("advisory-")
-					tg := pgtest.Target{Server: s, Driver: driver, DB: obs}
-					db := pgtest.OpenApp(t, tg, app)
-					// Each heartbeat reads pg_locks, which copies the
-					// server's whole lock table: 20,000 locks and more.
-					// On a machine loaded by the rest of the suite that
-					// has taken over a second, the bound a 1 s interval
-					// sets for the answer.
-					lk := newLocker(t, db, advisory.LockerConfig{MaxConns: manyConns, Heartbeat: 3 * time.Second})
-					gen := newPGKeys()
-					ls := make([]*advisory.Lease, manyKeys)
-					var next atomic.Int64
-					start := time.Now()
-					var wg sync.WaitGroup
-					for range 32 {
-						wg.Go(func() {
-							for i := next.Add(1) - 1; i < manyKeys; i = next.Add(1) - 1 {
-								k := gen.next()
-								if i%2 == 1 {
-									k = gen.nextPair()
-								}
-								l, err := lk.Acquire(ctx, k, advisory.Try())
-								if err != nil {
-									t.Errorf("key %d of %d: %v", i, manyKeys, err)
-									return
-								}
-								ls[i] = l
-							}
-						})
-					}
-					wg.Wait()
-					if t.Failed() {
-						return
-					}
-					took := time.Since(start)
-					for _, l := range ls {
-						if err := l.Err(); err != nil {
-							t.Fatalf("lease on %s lost while taking the others: %v", l.Key(), err)
-						}
-					}
-					backends, locks := pgBackendsOfApp(t, obs, app)
-					if backends > manyConns || locks != manyKeys {
-						t.Fatalf("%d locks on %d backends; want %d on at most %d", locks, backends, manyKeys, manyConns)
-					}
-					// A few heartbeats, each proving 2,500 leases.
-					awaitBeats(t, 2, ls...)
-					for _, l := range ls {
-						if err := l.Err(); err != nil {
-							t.Fatalf("lease on %s lost while held: %v", l.Key(), err)
-						}
-					}
-					// Half are released one by one, the rest by Close.
-					for _, l := range ls[:manyKeys/2] {
-						if err := l.Release(ctx); err != nil {
-							t.Fatal(err)
-						}
-					}
-					if err := lk.Close(ctx); err != nil {
-						t.Fatal(err)
-					}
-					pgRequireNoAppLocks(t, obs, app)
-					t.Logf("%d keys held on %d backends, taken in %v by 32 goroutines", locks, backends, took.Round(time.Millisecond))
-				})
-			}
-		})
-	}
-}
-
-// lockerLossHeartbeat is the heartbeat of TestLockerLossIntegration's
+// lockerLossHeartbeat is the heartbeat of TestLockerIntegration/Loss's
 // Locker, whose every heartbeat proves thousands of leases with a read of
 // pg_locks: longer than lossHeartbeat, so that under the whole suite's
 // load the leases that are not terminated outlive their heartbeats.
 const lockerLossHeartbeat = 300 * time.Millisecond
 
-func TestLockerLossIntegration(t *testing.T) {
+func testLockerLoss(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
@@ -194,7 +108,7 @@ func TestLockerLossIntegration(t *testing.T) {
 	})
 }
 
-// envLockerOps sets how many acquisitions TestLockerChaosIntegration
+// envLockerOps sets how many acquisitions TestLockerIntegration/Chaos
 // makes on each server and driver. The default, 2,000 on each of the four,
 // keeps the suite's run short under the race detector;
 // PGADVISORY_LOCKER_OPS=100000 makes the full proof that docs/locker.md
@@ -221,7 +135,7 @@ func (f *fence) write(k advisory.Key, token int64) bool {
 	return true
 }
 
-func TestLockerChaosIntegration(t *testing.T) {
+func testLockerChaos(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
