@@ -14,6 +14,23 @@ import (
 	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
+// Integration tests of fencing tokens (fencing.go): the one sequence they
+// come from, its first use, and the privileges it needs. Their layout and
+// the crashes they survive are in fencing_token_integration_test.go, the
+// failovers in fencing_failover_integration_test.go.
+
+// TestFencingIntegration runs the integration tests of fencing tokens, one
+// subtest a theme, each on every server and driver.
+func TestFencingIntegration(t *testing.T) {
+	t.Run("OneSequence", testFencingOneSequence)
+	t.Run("FirstUseRace", testFencingFirstUseRace)
+	t.Run("Privilege", testFencingPrivilege)
+	t.Run("TokenLayout", testFencingTokenLayout)
+	t.Run("SyncCommit", testFencingSyncCommit)
+	t.Run("Crash", testFencingCrash)
+	t.Run("FailoverTokens", testFencingFailoverTokens)
+}
+
 // pgSequences lists the sequences of db's database, as schema.name.
 func pgSequences(t *testing.T, db *sql.DB) []string {
 	t.Helper()
@@ -51,13 +68,13 @@ func pgToken(t *testing.T, db *sql.DB, key advisory.Key) int64 {
 	return l.Token()
 }
 
-// TestFencingOneSequenceIntegration: clients whose search_path differ
+// testFencingOneSequence: clients whose search_path differ
 // (tenant_a, tenant_b, and an empty one) draw their tokens from one
 // sequence, pgadvisory.fencing_token, so that tokens for the same key
 // strictly increase whoever holds it; the first token comes after those
 // of the sequences an earlier release created in the tenants' schemas;
 // and no other sequence is created.
-func TestFencingOneSequenceIntegration(t *testing.T) {
+func testFencingOneSequence(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
@@ -121,11 +138,11 @@ func TestFencingOneSequenceIntegration(t *testing.T) {
 	})
 }
 
-// TestFencingFirstUseRaceIntegration: sessions that take the first
+// testFencingFirstUseRace: sessions that take the first
 // fencing tokens of a database at once, each creating the schema and the
 // sequence if it finds them missing, all get a token, each a different
 // one.
-func TestFencingFirstUseRaceIntegration(t *testing.T) {
+func testFencingFirstUseRace(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		tg = pgtest.NewDatabase(t, tg, "fencing-race")
@@ -166,11 +183,11 @@ func TestFencingFirstUseRaceIntegration(t *testing.T) {
 	})
 }
 
-// TestFencingPrivilegeIntegration: a role that may not create the schema
+// testFencingPrivilege: a role that may not create the schema
 // pgadvisory, then may not use the schema, then may not use the sequence,
 // gets an error that names the privilege and keeps the server's
 // (SQLSTATE 42501); once granted USAGE on both, it draws tokens.
-func TestFencingPrivilegeIntegration(t *testing.T) {
+func testFencingPrivilege(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()

@@ -11,6 +11,10 @@ import (
 	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
+// Integration tests of a fencing token's layout, of the synchronous commit
+// of its draw, and of its increase over crashes (the TokenLayout,
+// SyncCommit and Crash subtests of TestFencingIntegration).
+
 // pgTimeline returns the timeline of db's server, as pg_control_checkpoint
 // reports it: the timeline of the last checkpoint, which is the current
 // one on a server that has not just been promoted.
@@ -38,13 +42,13 @@ func pgLockerToken(t *testing.T, lk *advisory.Locker, key advisory.Key) int64 {
 	return l.Token()
 }
 
-// TestFencingTokenLayoutIntegration: a token is the server's timeline
+// testFencingTokenLayout: a token is the server's timeline
 // above bit 40 and the sequence's value below, from Acquire and from a
 // Locker alike; tokens of an earlier release, the sequence's value alone,
 // are smaller than any new one, even at the end of the counter's range;
 // and a counter past 2^40-1 fails the acquisition, taking nothing, rather
 // than wrap.
-func TestFencingTokenLayoutIntegration(t *testing.T) {
+func testFencingTokenLayout(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
@@ -112,13 +116,13 @@ func TestFencingTokenLayoutIntegration(t *testing.T) {
 	})
 }
 
-// TestFencingSyncCommitIntegration: the statement that draws a token makes
+// testFencingSyncCommit: the statement that draws a token makes
 // its own transaction's commit synchronous when the session's
 // synchronous_commit is off, and only that transaction's: the session's
 // setting is the same afterwards, and one that is not off is left alone.
 // Inside a transaction block of the caller's, the block's commit is the
 // synchronous one, and the session's setting comes back after it.
-func TestFencingSyncCommitIntegration(t *testing.T) {
+func testFencingSyncCommit(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()
@@ -176,7 +180,7 @@ func TestFencingSyncCommitIntegration(t *testing.T) {
 	})
 }
 
-// crashRuns is how many times TestFencingCrashIntegration crashes the
+// crashRuns is how many times TestFencingIntegration/Crash crashes the
 // server per driver: 2, or 15 under PGADVISORY_TEST_LONG=1.
 func crashRuns() int {
 	if os.Getenv("PGADVISORY_TEST_LONG") == "1" {
@@ -185,7 +189,7 @@ func crashRuns() int {
 	return 2
 }
 
-// TestFencingCrashIntegration draws fencing tokens on a dedicated server
+// testFencingCrash draws fencing tokens on a dedicated server
 // whose synchronous_commit is off (as the harness runs every server), then
 // crashes it (SIGKILL, no shutdown) at once, starts it again, and draws
 // again, crashRuns times per driver. Each token must be greater than every
@@ -194,7 +198,7 @@ func crashRuns() int {
 // the test draws a plain nextval from a sequence of its own, as an earlier
 // release drew tokens, just before each crash, and logs how often that one
 // went back: the failure the tokens no longer have.
-func TestFencingCrashIntegration(t *testing.T) {
+func testFencingCrash(t *testing.T) {
 	for _, s := range pgtest.StartServer(t) {
 		t.Run(s.Name, func(t *testing.T) {
 			t.Parallel()

@@ -18,7 +18,8 @@ import (
 	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
-// Integration tests of a failover: a primary with a streaming standby
+// Integration tests of fencing tokens across a failover
+// (TestFencingIntegration/FailoverTokens): a primary with a streaming standby
 // (asynchronous, PostgreSQL's default), fenced leases on the primary, the
 // primary killed, the standby promoted. Tokens must go on increasing on
 // the new primary, also when the promotion lost the WAL of the last ones,
@@ -78,7 +79,7 @@ func (g *tokenLog) add(tok int64, what string) {
 	g.n++
 }
 
-func TestFailoverTokensIntegration(t *testing.T) {
+func testFencingFailoverTokens(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	var mu sync.Mutex
