@@ -65,12 +65,3 @@ func TestEngineErrorIsAdvisorys(t *testing.T) {
 		t.Errorf("without a version: %q, want %q", got, want)
 	}
 }
-
-// TestAbortMargin checks that advisory's AbortMargin, written as a literal
-// so that go doc shows its value, is the engine's.
-func TestAbortMargin(t *testing.T) {
-	t.Parallel()
-	if advisory.AbortMargin != scope.AbortMargin {
-		t.Fatalf("advisory.AbortMargin = %v, the engine's is %v", advisory.AbortMargin, scope.AbortMargin)
-	}
-}

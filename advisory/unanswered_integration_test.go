@@ -12,12 +12,20 @@ import (
 	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
-// Integration tests of calls on a session whose server stops answering:
-// a [pgtest.Gate] freezes the connection, as a stopped backend or a
-// network that drops packets would, and each call must return by itself,
-// with an error, while the server is still frozen, and leave its session
-// closed, so that the server ends it, and its locks, once it answers
-// again.
+// Integration tests of calls on a session whose server stops answering
+// (unanswered.go): a [pgtest.Gate] freezes the connection, as a stopped
+// backend or a network that drops packets would, and each call must
+// return by itself, with an error, while the server is still frozen, and
+// leave its session closed, so that the server ends it, and its locks,
+// once it answers again.
+
+// TestUnansweredIntegration runs the integration tests of calls on a
+// server that stops answering (unanswered.go), one subtest a theme. Its
+// one subtest is parallel, as it was when it was a test of its own.
+func TestUnansweredIntegration(t *testing.T) {
+	t.Parallel()
+	t.Run("FrozenServer", testUnansweredFrozenServer)
+}
 
 // frozenDeadline is the deadline of each call on a frozen session.
 const frozenDeadline = 2 * time.Second
@@ -196,7 +204,7 @@ func openLocker(t *testing.T, db *sql.DB, hb time.Duration) *advisory.Locker {
 // frozenOpenKey returns a key no other test takes.
 func frozenOpenKey() int64 { return 0x7f20_4000_0000_0000 | time.Now().UnixNano()&0xffff_ffff }
 
-// TestFrozenServerIntegration runs each call of frozenCases on a session
+// testUnansweredFrozenServer runs each call of frozenCases on a session
 // whose server stops answering just before the call. Each call must
 // return an error by itself while the server is frozen, and close its
 // connection, the session in doubt, by then too: once the server answers
@@ -205,7 +213,7 @@ func frozenOpenKey() int64 { return 0x7f20_4000_0000_0000 | time.Now().UnixNano(
 // The calls of one server and driver run at the same time, each on a
 // gate and a *sql.DB of its own, so that the test takes about
 // frozenDeadline per target.
-func TestFrozenServerIntegration(t *testing.T) {
+func testUnansweredFrozenServer(t *testing.T) {
 	t.Parallel()
 	long := os.Getenv("PGADVISORY_TEST_LONG") == "1"
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
@@ -242,7 +250,7 @@ func TestFrozenServerIntegration(t *testing.T) {
 	})
 }
 
-// frozenRun is one case of TestFrozenServerIntegration on one target.
+// frozenRun is one case of TestUnansweredIntegration/FrozenServer on one target.
 type frozenRun struct {
 	c    frozenCase
 	key  advisory.Key
