@@ -17,12 +17,12 @@ import (
 )
 
 // Integration tests of a lease's loss detection (the Loss subtests of
-// TestLeaseIntegration), one per event that ends the holder's session: pg_terminate_backend, a restart of the server, a
-// frozen server, idle_session_timeout and
-// idle_in_transaction_session_timeout. Each measures the time from the
-// event to Done, logs its p50 and max ("lease detection" lines, which
-// docs/leases.md records), and asserts only the documented bound, two
-// heartbeat intervals, plus a generous margin.
+// TestLeaseIntegration), one per event that ends the holder's session:
+// pg_terminate_backend, a restart of the server, a frozen server,
+// idle_session_timeout and idle_in_transaction_session_timeout. Each
+// measures the time from the event to Done, logs its p50 and max ("lease
+// detection" lines, which docs/leases.md records), and asserts only the
+// documented bound, two heartbeat intervals, plus a generous margin.
 
 // lossHeartbeat is the heartbeat of the leases whose loss is measured.
 const lossHeartbeat = 100 * time.Millisecond

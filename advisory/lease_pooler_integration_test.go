@@ -19,11 +19,11 @@ import (
 )
 
 // Integration tests of leases and Lockers through PgBouncer in transaction
-// mode (TestLeaseIntegration/Pooler), where a session lock cannot work: each statement may land on
-// another backend, and two clients may share one, where their locks stack.
-// A lease must be refused at acquisition, or be lost before any other
-// client holds its key; and once everything is released, no lock and no
-// mark may stay on a pooled backend.
+// mode (TestLeaseIntegration/Pooler), where a session lock cannot work:
+// each statement may land on another backend, and two clients may share
+// one, where their locks stack. A lease must be refused at acquisition, or
+// be lost before any other client holds its key; and once everything is
+// released, no lock and no mark may stay on a pooled backend.
 //
 // The default suite runs poolerShortRuns competitions per holder, rival,
 // pool size, server and driver; PGADVISORY_TEST_LONG=1 runs

@@ -250,7 +250,8 @@ func testUnansweredFrozenServer(t *testing.T) {
 	})
 }
 
-// frozenRun is one case of TestUnansweredIntegration/FrozenServer on one target.
+// frozenRun is one case of TestUnansweredIntegration/FrozenServer on one
+// target.
 type frozenRun struct {
 	c    frozenCase
 	key  advisory.Key

@@ -11,7 +11,10 @@ import (
 	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
-// TestRoundTripsIntegration proves through a counting proxy what each call
+// The round trips of every entry point (TestEntryPointsIntegration/RoundTrips;
+// see entrypoints_integration_test.go).
+
+// testEntryPointsRoundTrips proves through a counting proxy what each call
 // costs on the wire. Every lock function is one round trip on both
 // drivers: it sends one statement. On lib/pq the key is rendered into it,
 // with no parameters, and lib/pq sends it through the simple query
@@ -20,7 +23,7 @@ import (
 // may cost one round trip more, and every later one costs one, whatever
 // its key. So each case runs twice, each time with a key not used before,
 // and the second run is the one that must cost exactly its count.
-func TestRoundTripsIntegration(t *testing.T) {
+func testEntryPointsRoundTrips(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
 		ctx := context.Background()

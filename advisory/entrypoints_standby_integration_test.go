@@ -17,7 +17,8 @@ import (
 	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
-// Integration tests on a hot standby. Advisory locks are per server: a
+// Integration tests on a hot standby (TestEntryPointsIntegration/Standby;
+// see entrypoints_integration_test.go). Advisory locks are per server: a
 // lock taken on a standby excludes no one on the primary. So every entry
 // point refuses a standby with ErrStandby, plain locks and scopes
 // included, while a primary session holds the same key; no fn, handler or
@@ -273,7 +274,7 @@ func keyInts(key advisory.Key) (int32, int32) {
 	return a, b
 }
 
-func TestStandbyRefusesEveryEntryPointIntegration(t *testing.T) {
+func testEntryPointsStandby(t *testing.T) {
 	t.Parallel()
 	pgtest.EachStandby(t, func(t *testing.T, tg pgtest.StandbyTarget) {
 		t.Parallel()
