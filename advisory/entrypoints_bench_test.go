@@ -11,6 +11,11 @@ import (
 	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
+// The benchmark of the two forms of every lock call's statement, the key in
+// the text or as a parameter, which no single API owns (see
+// entrypoints_integration_test.go for the tests of every entry point
+// alike).
+
 // formVariants are what BenchmarkInterleavedForm compares on pgx: the
 // library's own lock statements, guarded as every lock call sends them,
 // in its two forms, the key in the text (Inline, the simple protocol,

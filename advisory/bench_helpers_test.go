@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,15 +13,21 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
 	_ "github.com/lib/pq"              // the "postgres" driver
 
-	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
-// The benchmarks below justify how advisory talks to the server. It renders
-// integer keys into the SQL text and sends the statement through
-// ExecContext with no arguments, reading a boolean answer from
-// RowsAffected ("SELECT 1 WHERE pg_try_advisory_lock(42)"). They compare
-// that, on one connection, with the two obvious alternatives:
+// What the lock benchmarks share. The benchmarks are in the files of
+// their APIs: BenchmarkTryLock in session_bench_test.go,
+// BenchmarkTryXactLock in xact_bench_test.go, BenchmarkWithXactLock in
+// xactscope_bench_test.go, each with its Interleaved form, and
+// BenchmarkInterleavedForm, which weighs every lock call's two statement
+// forms, in entrypoints_bench_test.go.
+//
+// They justify how advisory talks to the server. It renders integer keys
+// into the SQL text and sends the statement through ExecContext with no
+// arguments, reading a boolean answer from RowsAffected ("SELECT 1 WHERE
+// pg_try_advisory_lock(42)"). They compare that, on one connection, with
+// the two obvious alternatives:
 //
 //   - param: QueryRowContext("SELECT pg_try_advisory_lock($1)", k).Scan.
 //     lib/pq sends Parse/Describe/Sync, waits, then Bind/Execute/Sync: two
@@ -226,142 +231,6 @@ func execOne(ctx context.Context, e benchExecer, query string, args ...any) erro
 	return nil
 }
 
-// sessionVariants measure a session lock and its unlock: two statements
-// per op, so the baseline sends "SELECT 1" twice.
-var sessionVariants = []benchVariant{
-	{name: "baseline", op: func(ctx context.Context, h *benchHandle, _ int64) error {
-		if err := execSelect1(ctx, h.conn); err != nil {
-			return err
-		}
-		return execSelect1(ctx, h.conn)
-	}},
-	{name: "ours", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		key := advisory.Int64Key(k)
-		ok, err := advisory.TryLock(ctx, h.conn, key)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("TryLock(%v): not acquired", key)
-		}
-		return advisory.Unlock(ctx, h.conn, key)
-	}},
-	{name: "param", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		if err := queryBool(ctx, h.conn, "SELECT pg_try_advisory_lock($1)", k); err != nil {
-			return err
-		}
-		return queryBool(ctx, h.conn, "SELECT pg_advisory_unlock($1)", k)
-	}},
-	{name: "inline", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		s := strconv.FormatInt(k, 10)
-		if err := queryBool(ctx, h.conn, "SELECT pg_try_advisory_lock("+s+")"); err != nil {
-			return err
-		}
-		return queryBool(ctx, h.conn, "SELECT pg_advisory_unlock("+s+")")
-	}},
-	// exec-inline and exec-param send the library's own statements by
-	// hand, the key in the text and as $1: the best a caller can write on
-	// lib/pq and on pgx.
-	{name: "exec-inline", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		s := strconv.FormatInt(k, 10)
-		if err := execOne(ctx, h.conn, "SELECT 1 WHERE pg_try_advisory_lock("+s+")"); err != nil {
-			return err
-		}
-		return execOne(ctx, h.conn, "SELECT 1 WHERE pg_advisory_unlock("+s+")")
-	}},
-	{name: "exec-param", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		if err := execOne(ctx, h.conn, "SELECT 1 WHERE pg_try_advisory_lock($1)", k); err != nil {
-			return err
-		}
-		return execOne(ctx, h.conn, "SELECT 1 WHERE pg_advisory_unlock($1)", k)
-	}},
-	// lock is advisory.Lock on a free key, which tries it, and
-	// exec-lock-inline and exec-lock-param the blocking statement by hand
-	// that it sent before its waits ran in slices: an uncontended Lock
-	// costs what that statement did.
-	{name: "lock", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		key := advisory.Int64Key(k)
-		if err := advisory.Lock(ctx, h.conn, key); err != nil {
-			return err
-		}
-		return advisory.Unlock(ctx, h.conn, key)
-	}},
-	{name: "exec-lock-inline", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		s := strconv.FormatInt(k, 10)
-		if err := execOne(ctx, h.conn, "SELECT pg_advisory_lock("+s+")"); err != nil {
-			return err
-		}
-		return execOne(ctx, h.conn, "SELECT 1 WHERE pg_advisory_unlock("+s+")")
-	}},
-	{name: "exec-lock-param", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		if err := execOne(ctx, h.conn, "SELECT pg_advisory_lock($1)", k); err != nil {
-			return err
-		}
-		return execOne(ctx, h.conn, "SELECT 1 WHERE pg_advisory_unlock($1)", k)
-	}},
-	// observed is ours with an Observer attached, to show what observing
-	// costs; ours itself runs with none, which costs one atomic load.
-	{name: "observed", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		advisory.SetObserver(nopObserver{})
-		defer advisory.SetObserver(nil)
-		key := advisory.Int64Key(k)
-		ok, err := advisory.TryLock(ctx, h.conn, key)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("TryLock(%d): not acquired", k)
-		}
-		return advisory.Unlock(ctx, h.conn, key)
-	}},
-}
-
-// xactVariants measure one transaction lock call inside an open
-// transaction; begin and commit are not timed.
-var xactVariants = []benchVariant{
-	{name: "baseline", op: func(ctx context.Context, h *benchHandle, _ int64) error {
-		return execSelect1(ctx, h.tx)
-	}},
-	{name: "ours", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		ok, err := advisory.TryXactLock(ctx, h.tx, advisory.Int64Key(k))
-		if err == nil && !ok {
-			err = fmt.Errorf("TryXactLock(%d): not acquired", k)
-		}
-		return err
-	}},
-	{name: "param", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		return queryBool(ctx, h.tx, "SELECT pg_try_advisory_xact_lock($1)", k)
-	}},
-	{name: "inline", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		return queryBool(ctx, h.tx, "SELECT pg_try_advisory_xact_lock("+strconv.FormatInt(k, 10)+")")
-	}},
-	{name: "exec-inline", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		return execOne(ctx, h.tx, "SELECT 1 WHERE pg_try_advisory_xact_lock("+strconv.FormatInt(k, 10)+")")
-	}},
-	{name: "exec-param", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		return execOne(ctx, h.tx, "SELECT 1 WHERE pg_try_advisory_xact_lock($1)", k)
-	}},
-	// lock is advisory.XactLock on a free key, against the blocking
-	// statement by hand, as for sessionVariants.
-	{name: "lock", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		return advisory.XactLock(ctx, h.tx, advisory.Int64Key(k))
-	}},
-	{name: "exec-lock-inline", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		return execOne(ctx, h.tx, "SELECT pg_advisory_xact_lock("+strconv.FormatInt(k, 10)+")")
-	}},
-	{name: "exec-lock-param", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		return execOne(ctx, h.tx, "SELECT pg_advisory_xact_lock($1)", k)
-	}},
-}
-
-// BenchmarkTryLock measures a session TryLock followed by its Unlock: two
-// statements per op.
-func BenchmarkTryLock(b *testing.B) { benchLocks(b, false, sessionVariants) }
-
-// BenchmarkTryXactLock measures one TryXactLock call in an open
-// transaction, without begin and commit.
-func BenchmarkTryXactLock(b *testing.B) { benchLocks(b, true, xactVariants) }
-
 // benchLocks runs every variant on every server and driver, as
 // BenchmarkX/pg15/pq/ours-freshkey and so on.
 func benchLocks(b *testing.B, xact bool, variants []benchVariant) {
@@ -483,17 +352,6 @@ func roundTrips(b *testing.B, proxy *pgtest.Proxy, d benchDriver, xact, fresh bo
 	return n
 }
 
-// BenchmarkInterleavedTryLock runs every variant of [BenchmarkTryLock]
-// once per op, each on its own connection, and reports each variant's mean
-// time per call as a metric ("ours-freshkey-ns/call"). On a shared machine
-// the load drifts over the seconds that separate two sub-benchmarks;
-// interleaved calls see the same load, so their ratios hold up better.
-func BenchmarkInterleavedTryLock(b *testing.B) { benchInterleaved(b, false, sessionVariants) }
-
-// BenchmarkInterleavedTryXactLock does for [BenchmarkTryXactLock] what
-// [BenchmarkInterleavedTryLock] does for [BenchmarkTryLock].
-func BenchmarkInterleavedTryXactLock(b *testing.B) { benchInterleaved(b, true, xactVariants) }
-
 // An interleavedCall is one variant of an interleaved benchmark, on its
 // own connection.
 type interleavedCall struct {
@@ -571,90 +429,3 @@ func benchInterleaved(b *testing.B, xact bool, variants []benchVariant) {
 		})
 	}
 }
-
-// BenchmarkWithXactLock measures WithXactLock with Try end to end on a pool
-// of one connection, one variant at a time, with its round trips and
-// allocations: the one-try variants of scopedVariants (begin, try the
-// lock, run an empty fn, commit; the baseline with "SELECT 1" in place of
-// the lock; exec-inline and exec-param with the library's statement by
-// hand, the key in the text and as $1).
-func BenchmarkWithXactLock(b *testing.B) {
-	for _, s := range pgtest.Servers(b) {
-		b.Run(s.Name, func(b *testing.B) {
-			proxy := s.Proxy(b)
-			for _, d := range benchDrivers {
-				if d.only != "" {
-					continue
-				}
-				b.Run(d.name, func(b *testing.B) {
-					for _, v := range scopedVariants {
-						if strings.HasSuffix(v.name, "-two") {
-							continue
-						}
-						b.Run(v.name, func(b *testing.B) {
-							ctx := context.Background()
-							rt, ok := roundTripCache.Load(b.Name())
-							if !ok {
-								// A *sql.DB pings a pgx connection it hands
-								// out after a second idle; the warm-up
-								// calls keep it busy.
-								db := d.open(b, proxy.DSN())
-								for range roundTripWarmup {
-									if err := v.op(ctx, db); err != nil {
-										b.Fatal(err)
-									}
-								}
-								proxy.Reset()
-								for range roundTripCalls {
-									if err := v.op(ctx, db); err != nil {
-										b.Fatal(err)
-									}
-								}
-								rt = float64(proxy.Flights()) / roundTripCalls
-								roundTripCache.Store(b.Name(), rt)
-							}
-							db := d.open(b, s.DSN)
-							if err := v.op(ctx, db); err != nil {
-								b.Fatal(err)
-							}
-							b.ReportAllocs()
-							b.ResetTimer()
-							for range b.N {
-								if err := v.op(ctx, db); err != nil {
-									b.Fatal(err)
-								}
-							}
-							b.StopTimer()
-							b.ReportMetric(rt.(float64), "roundtrips/op")
-						})
-					}
-				})
-			}
-		})
-	}
-}
-
-// BenchmarkNameKey measures deriving a key from a name on the client,
-// which replaces a round trip to the server's hashtext.
-func BenchmarkNameKey(b *testing.B) {
-	for _, name := range []string{"orders", "tenant-1234/invoice-567890", strings.Repeat("x", 256)} {
-		b.Run("Len"+strconv.Itoa(len(name)), func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(name)))
-			var k advisory.Key
-			for b.Loop() {
-				k = advisory.NameKey(7, name)
-			}
-			if !k.IsPair() {
-				b.Fatal("NameKey did not give a pair key")
-			}
-		})
-	}
-}
-
-// nopObserver observes and does nothing.
-type nopObserver struct{}
-
-func (nopObserver) ObserveAcquire(context.Context, advisory.Acquisition) {}
-func (nopObserver) ObserveRelease(context.Context, advisory.Release)     {}
-func (nopObserver) ObserveLoss(context.Context, advisory.Loss)           {}

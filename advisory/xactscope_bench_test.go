@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -135,6 +136,68 @@ func BenchmarkInterleavedWithXactLock(b *testing.B) {
 					b.StopTimer()
 					for i, v := range scopedVariants {
 						b.ReportMetric(float64(totals[i].Nanoseconds())/float64(b.N), v.name+"-ns/call")
+					}
+				})
+			}
+		})
+	}
+}
+
+// BenchmarkWithXactLock measures WithXactLock with Try end to end on a pool
+// of one connection, one variant at a time, with its round trips and
+// allocations: the one-try variants of scopedVariants (begin, try the
+// lock, run an empty fn, commit; the baseline with "SELECT 1" in place of
+// the lock; exec-inline and exec-param with the library's statement by
+// hand, the key in the text and as $1).
+func BenchmarkWithXactLock(b *testing.B) {
+	for _, s := range pgtest.Servers(b) {
+		b.Run(s.Name, func(b *testing.B) {
+			proxy := s.Proxy(b)
+			for _, d := range benchDrivers {
+				if d.only != "" {
+					continue
+				}
+				b.Run(d.name, func(b *testing.B) {
+					for _, v := range scopedVariants {
+						if strings.HasSuffix(v.name, "-two") {
+							continue
+						}
+						b.Run(v.name, func(b *testing.B) {
+							ctx := context.Background()
+							rt, ok := roundTripCache.Load(b.Name())
+							if !ok {
+								// A *sql.DB pings a pgx connection it hands
+								// out after a second idle; the warm-up
+								// calls keep it busy.
+								db := d.open(b, proxy.DSN())
+								for range roundTripWarmup {
+									if err := v.op(ctx, db); err != nil {
+										b.Fatal(err)
+									}
+								}
+								proxy.Reset()
+								for range roundTripCalls {
+									if err := v.op(ctx, db); err != nil {
+										b.Fatal(err)
+									}
+								}
+								rt = float64(proxy.Flights()) / roundTripCalls
+								roundTripCache.Store(b.Name(), rt)
+							}
+							db := d.open(b, s.DSN)
+							if err := v.op(ctx, db); err != nil {
+								b.Fatal(err)
+							}
+							b.ReportAllocs()
+							b.ResetTimer()
+							for range b.N {
+								if err := v.op(ctx, db); err != nil {
+									b.Fatal(err)
+								}
+							}
+							b.StopTimer()
+							b.ReportMetric(rt.(float64), "roundtrips/op")
+						})
 					}
 				})
 			}

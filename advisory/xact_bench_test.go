@@ -1,0 +1,56 @@
+package advisory_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+
+	"github.com/pgadvisory/pgadvisory/advisory"
+)
+
+// xactVariants measure one transaction lock call inside an open
+// transaction; begin and commit are not timed.
+var xactVariants = []benchVariant{
+	{name: "baseline", op: func(ctx context.Context, h *benchHandle, _ int64) error {
+		return execSelect1(ctx, h.tx)
+	}},
+	{name: "ours", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+		ok, err := advisory.TryXactLock(ctx, h.tx, advisory.Int64Key(k))
+		if err == nil && !ok {
+			err = fmt.Errorf("TryXactLock(%d): not acquired", k)
+		}
+		return err
+	}},
+	{name: "param", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+		return queryBool(ctx, h.tx, "SELECT pg_try_advisory_xact_lock($1)", k)
+	}},
+	{name: "inline", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+		return queryBool(ctx, h.tx, "SELECT pg_try_advisory_xact_lock("+strconv.FormatInt(k, 10)+")")
+	}},
+	{name: "exec-inline", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+		return execOne(ctx, h.tx, "SELECT 1 WHERE pg_try_advisory_xact_lock("+strconv.FormatInt(k, 10)+")")
+	}},
+	{name: "exec-param", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+		return execOne(ctx, h.tx, "SELECT 1 WHERE pg_try_advisory_xact_lock($1)", k)
+	}},
+	// lock is advisory.XactLock on a free key, against the blocking
+	// statement by hand, as for sessionVariants.
+	{name: "lock", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+		return advisory.XactLock(ctx, h.tx, advisory.Int64Key(k))
+	}},
+	{name: "exec-lock-inline", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+		return execOne(ctx, h.tx, "SELECT pg_advisory_xact_lock("+strconv.FormatInt(k, 10)+")")
+	}},
+	{name: "exec-lock-param", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+		return execOne(ctx, h.tx, "SELECT pg_advisory_xact_lock($1)", k)
+	}},
+}
+
+// BenchmarkTryXactLock measures one TryXactLock call in an open
+// transaction, without begin and commit.
+func BenchmarkTryXactLock(b *testing.B) { benchLocks(b, true, xactVariants) }
+
+// BenchmarkInterleavedTryXactLock does for [BenchmarkTryXactLock] what
+// [BenchmarkInterleavedTryLock] does for [BenchmarkTryLock].
+func BenchmarkInterleavedTryXactLock(b *testing.B) { benchInterleaved(b, true, xactVariants) }
