@@ -306,13 +306,6 @@ func (w *weakMap[T]) store(p *T, v any) any {
 
 func (w *weakMap[T]) forget(k weak.Pointer[T]) { w.m.Delete(k) }
 
-// len returns the number of entries, for tests.
-func (w *weakMap[T]) len() int {
-	n := 0
-	w.m.Range(func(any, any) bool { n++; return true })
-	return n
-}
-
 // mockDriver is go-sqlmock's package. A *sql.DB on its driver, and a
 // connection of it, is taken for PostgreSQL without a probe, so that
 // tests that expect the statements of a lock call, written before the
