@@ -64,10 +64,10 @@ func TestScopedBadInput(t *testing.T) {
 	}
 }
 
-// TestWaitTimeoutRunsOut: with Timeout, the first slice is the whole
+// TestScopedWaitRunsOut: with Wait, the first slice is the whole
 // wait, and its running out is ErrLockTimeout; it holds nothing, so a
 // session scope's connection goes back to the pool.
-func TestWaitTimeoutRunsOut(t *testing.T) {
+func TestScopedWaitRunsOut(t *testing.T) {
 	t.Parallel()
 	key := sqltext.KeyOf(k42)
 	timeout := advisory.Wait(150 * time.Millisecond)
@@ -128,9 +128,9 @@ func TestWaitTimeoutRunsOut(t *testing.T) {
 	}
 }
 
-// TestScopeTryRefused: a scope whose try the server refuses returns the
+// TestScopedTryRefused: a scope whose try the server refuses returns the
 // refusal and never calls fn; a transaction scope rolls back.
-func TestScopeTryRefused(t *testing.T) {
+func TestScopedTryRefused(t *testing.T) {
 	t.Parallel()
 	key := sqltext.KeyOf(k42)
 	for _, r := range refusals {

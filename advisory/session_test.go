@@ -85,8 +85,8 @@ func acquired(f func(context.Context, *sql.Conn) error) func(context.Context, *s
 // TestSessionDiscardsOnDoubt checks that every outcome that leaves the
 // session's holding in doubt closes the session instead of returning it to
 // the pool. A slice of a wait that runs out (55P03) holds nothing and is no
-// such outcome: see TestWaitRunsOutKeepsTheSession; for a wait cancelled
-// during a slice, see TestWaitCancelledDuringSliceDiscards.
+// such outcome: see TestLockWaitRunsOutKeepsTheSession; for a wait cancelled
+// during a slice, see TestLockWaitCancelledDuringSliceDiscards.
 func TestSessionDiscardsOnDoubt(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -351,11 +351,11 @@ func TestLockWaitsInSlices(t *testing.T) {
 	}
 }
 
-// TestWaitRunsOutKeepsTheSession: a wait without Timeout ends when the
+// TestLockWaitRunsOutKeepsTheSession: a wait without Wait ends when the
 // session's lock_timeout or statement_timeout, counted from its start,
 // runs out. Its slices hold nothing when they run out, so the session is
 // not discarded. The mock's delays stand for the server's waits.
-func TestWaitRunsOutKeepsTheSession(t *testing.T) {
+func TestLockWaitRunsOutKeepsTheSession(t *testing.T) {
 	t.Parallel()
 	key := sqltext.KeyOf(k42)
 	tests := []struct {
@@ -402,11 +402,11 @@ func TestWaitRunsOutKeepsTheSession(t *testing.T) {
 	}
 }
 
-// TestWaitCancelledDuringSliceDiscards: a statement of a wait that ctx
+// TestLockWaitCancelledDuringSliceDiscards: a statement of a wait that ctx
 // ends may have been granted as it ended, so the session is discarded: the
 // try, which is the whole of a wait for a free key, or a slice after the
 // settings.
-func TestWaitCancelledDuringSliceDiscards(t *testing.T) {
+func TestLockWaitCancelledDuringSliceDiscards(t *testing.T) {
 	t.Parallel()
 	key := sqltext.KeyOf(k42)
 	try := sqltext.TryLock(sqltext.Guarded, false, false, key)
@@ -479,11 +479,11 @@ func TestSessionWaitRefused(t *testing.T) {
 	}
 }
 
-// TestTryRefused: a try that the server refuses (the check raised the
+// TestTryLockRefused: a try that the server refuses (the check raised the
 // refusal's SQLSTATE before the lock function ran) returns ErrStandby or
 // ErrSharedSession, for a try and for the try that starts a wait, in a
 // session as in a transaction, and nothing more is sent.
-func TestTryRefused(t *testing.T) {
+func TestTryLockRefused(t *testing.T) {
 	t.Parallel()
 	key := sqltext.KeyOf(k42)
 	sessionCalls := []struct {
