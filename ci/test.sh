@@ -92,6 +92,17 @@ else
 fi
 phase_done pgbouncer
 
+# The nested modules: every go.mod below the root, each a module of its own
+# so that its dependencies stay out of the library's (the examples, the
+# command, the integrations, the comparison benchmarks). Each is tidied,
+# vetted and checked like the root; all but ci/bench, which holds
+# benchmarks alone, run their tests in the same stream.
+mapfile -t nested < <(find . -mindepth 2 -name go.mod -not -path './.git/*' -printf '%h\n' | sed 's#^\./##' | sort)
+tested=()
+for mod in "${nested[@]}"; do
+	[[ $mod == ci/bench ]] || tested+=("$mod")
+done
+
 step "gofmt"
 unformatted="$(gofmt -l .)"
 if [[ -n $unformatted ]]; then
@@ -103,8 +114,8 @@ echo "all files formatted"
 
 step "go mod tidy"
 # go.mod and go.sum must be what go mod tidy makes of them, in the library's
-# module, the examples' and the comparison benchmarks' (ci/bench).
-for mod in . examples ci/bench; do
+# module and in every nested one.
+for mod in . "${nested[@]}"; do
 	if ! tidy="$(cd "$mod" && go mod tidy -diff 2>&1)"; then
 		echo "test: error: go mod tidy -diff failed in $mod: go.mod or go.sum is not tidy (run go mod tidy), or the check could not run:" >&2
 		printf '%s\n' "$tidy" | grep -v '^go: downloading ' | sed 's/^/    /' >&2
@@ -115,9 +126,9 @@ echo "go.mod and go.sum are tidy"
 phase_done "go mod tidy"
 
 step "go vet"
-go vet ./...
-(cd examples && go vet ./...)
-(cd ci/bench && go vet ./...)
+for mod in . "${nested[@]}"; do
+	(cd "$mod" && go vet ./...)
+done
 phase_done "go vet"
 
 step "staticcheck"
@@ -130,9 +141,9 @@ if [[ -n $staticcheck_pid ]]; then
 fi
 rm -f "$staticcheck_log"
 if pinned_staticcheck; then
-	"$staticcheck" ./...
-	(cd examples && "$staticcheck" ./...)
-	(cd ci/bench && "$staticcheck" ./...)
+	for mod in . "${nested[@]}"; do
+		(cd "$mod" && "$staticcheck" ./...)
+	done
 	echo "staticcheck $staticcheck_version: clean"
 elif under_ci; then
 	echo "test: error: staticcheck $staticcheck_version could not be installed (CI=true)" >&2
@@ -158,10 +169,9 @@ report="${log%.log}.report"
 go build -o "$work/testreport" ./ci/testreport
 start=$SECONDS
 status=0
-# The examples are a module of their own (examples/go.mod), so that their
-# dependencies stay out of the library's; their tests run in the same stream,
-# with the same flags. Package arguments ("./advisory/") name the library's
-# packages, so the examples' run leaves them out.
+# The nested modules' tests run in the same stream, with the same flags.
+# Package arguments ("./advisory/") name the library's packages, so the
+# nested modules' runs leave them out.
 example_args=()
 for arg in "$@"; do
 	case "$arg" in
@@ -174,7 +184,9 @@ done
 {
 	rc=0
 	go test -race -count=1 -timeout 25m -json "$@" ./... 2>&1 || rc=$?
-	(cd examples && go test -race -count=1 -timeout 25m -json ${example_args[@]+"${example_args[@]}"} ./... 2>&1) || rc=$?
+	for mod in "${tested[@]}"; do
+		(cd "$mod" && go test -race -count=1 -timeout 25m -json ${example_args[@]+"${example_args[@]}"} ./... 2>&1) || rc=$?
+	done
 	exit "$rc"
 } | "$work/testreport" "$log" >"$report" || status=$?
 
