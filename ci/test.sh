@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The project's single test command. It builds the local PostgreSQL images
-# when they are missing (ci/build-images.sh), installs PgBouncer when it is
-# missing (Debian's package, as root), then checks formatting and that
+# when they are missing (ci/build-images.sh), installs PgBouncer and Chromium
+# when they are missing (Debian's packages, as root), then checks formatting and that
 # go.mod and go.sum are tidy, runs go vet and staticcheck, and runs every
 # test with the race detector against PostgreSQL 15 and 17. Extra arguments
 # go to `go test`, for example:
@@ -66,21 +66,28 @@ fi
 
 phase_done images
 
-step "pgbouncer"
-# pgtest starts PgBouncer in transaction mode for the tests that
-# need a pooler (Server.PgBouncer); it looks on PATH and in /usr/sbin. As
-# root, a missing one is installed from Debian's package pgbouncer. The
-# package's own service is not used: the harness runs PgBouncer with a
-# configuration of its own, on a free port. Under CI=true a PgBouncer that
-# cannot be had fails the run, as those tests would.
+step "debian packages"
+# Two tools the tests start themselves, through the harness, from Debian's
+# packages: PgBouncer (pgtest runs it in transaction mode, with a
+# configuration of its own on a free port, for the tests that need a
+# pooler; the package's own service is not used) and Chromium (headless,
+# for the test of the lock-state page that pgadvisory serve draws). As root,
+# missing ones are installed with apt-get. Under CI=true a tool that cannot
+# be had fails the run, as the tests that need it would.
 have_pgbouncer() {
 	command -v pgbouncer >/dev/null 2>&1 || [[ -x /usr/sbin/pgbouncer ]] || [[ -n ${PGADVISORY_TEST_PGBOUNCER:-} ]]
 }
-if ! have_pgbouncer && [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
-	echo "installing Debian's pgbouncer"
+have_chromium() {
+	command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || [[ -n ${PGADVISORY_TEST_CHROMIUM:-} ]]
+}
+missing=()
+have_pgbouncer || missing+=(pgbouncer)
+have_chromium || missing+=(chromium)
+if [[ ${#missing[@]} -gt 0 ]] && [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+	echo "installing Debian's ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -q >/dev/null || echo "test: warning: apt-get update failed" >&2
-	apt-get install -y -q --no-install-recommends pgbouncer 2>&1 | tail -n 3 || true
+	apt-get install -y -q --no-install-recommends "${missing[@]}" 2>&1 | tail -n 3 || true
 fi
 if have_pgbouncer; then
 	"${PGADVISORY_TEST_PGBOUNCER:-$(command -v pgbouncer || echo /usr/sbin/pgbouncer)}" --version | head -n 1
@@ -90,7 +97,15 @@ elif under_ci; then
 else
 	echo "test: warning: pgbouncer is not installed; the tests that need it skip (under CI=true this fails)" >&2
 fi
-phase_done pgbouncer
+if have_chromium; then
+	"${PGADVISORY_TEST_CHROMIUM:-$(command -v chromium || command -v chromium-browser)}" --version 2>/dev/null | head -n 1
+elif under_ci; then
+	echo "test: error: chromium is not installed and could not be (CI=true); apt-get install chromium" >&2
+	exit 1
+else
+	echo "test: warning: chromium is not installed; the page test skips (under CI=true this fails)" >&2
+fi
+phase_done "debian packages"
 
 # The nested modules: every go.mod below the root, each a module of its own
 # so that its dependencies stay out of the library's (the examples, the
