@@ -251,8 +251,11 @@ func testLeaseLossRestartPause(t *testing.T) {
 
 // idleTimeout is the idle_session_timeout and
 // idle_in_transaction_session_timeout of the server that
-// TestLeaseIntegration/LossIdleTimeout starts.
-const idleTimeout = 500 * time.Millisecond
+// TestLeaseIntegration/LossIdleTimeout starts. It is long enough that a
+// heartbeat a third as long, which must also be answered within its
+// interval, keeps the session on a loaded two-core machine: a beat and its
+// answer span at most two thirds of the timeout.
+const idleTimeout = 1500 * time.Millisecond
 
 // testLeaseLossIdleTimeout starts a server whose sessions end
 // after idleTimeout idle, in a transaction or not. A lease whose
@@ -265,9 +268,9 @@ func testLeaseLossIdleTimeout(t *testing.T) {
 		"-c", "idle_session_timeout="+ms+"ms",
 		"-c", "idle_in_transaction_session_timeout="+ms+"ms")
 	const (
-		slow = 2 * idleTimeout     // less frequent than the timeout
-		fast = 2 * idleTimeout / 5 // more frequent, and answered in time on a loaded machine
-		hold = 4 * idleTimeout     // how long the fast leases must hold
+		slow = 2 * idleTimeout // less frequent than the timeout
+		fast = idleTimeout / 3 // more frequent, and answered in time on a loaded machine
+		hold = 4 * idleTimeout // how long the fast leases must hold
 	)
 	for _, s := range servers {
 		for _, d := range pgtest.Drivers {
