@@ -77,12 +77,21 @@ var (
 	// PostgreSQL text value cannot.
 	ErrBadKey = errors.New("idempotency: bad operation key")
 	// ErrBadOption means an option's value cannot be used: a bad
-	// [Table] name or [Wait] duration, or a negative [Purge] age.
-	ErrBadOption = errors.New("idempotency: bad option")
+	// [Table] name or [Wait] duration, or a negative [Purge] age. It also
+	// matches advisory.ErrBadOption, as the other recipes' option errors
+	// do, so that one errors.Is test covers every package.
+	ErrBadOption error = badOption{}
 
 	errNilDB   = errors.New("idempotency: nil *sql.DB")
 	errNilFunc = errors.New("idempotency: nil Func")
 )
+
+// badOption is [ErrBadOption]: the package's own error, which also
+// matches advisory.ErrBadOption.
+type badOption struct{}
+
+func (badOption) Error() string        { return "idempotency: bad option" }
+func (badOption) Is(target error) bool { return target == advisory.ErrBadOption }
 
 // errRecorded is what the locked step returns when its insert found the
 // operation recorded by a run that its lock did not keep out (see the

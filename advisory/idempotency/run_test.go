@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/advisory/idempotency"
 )
 
@@ -46,10 +47,13 @@ func TestRunBadInput(t *testing.T) {
 			if err == nil || (tt.want != nil && !errors.Is(err, tt.want)) || res.Outcome != 0 || res.Value != nil {
 				t.Errorf("Run = %+v, %v; want a zero Result and an error matching %v", res, err, tt.want)
 			}
+			if tt.want == idempotency.ErrBadOption && !errors.Is(err, advisory.ErrBadOption) {
+				t.Errorf("Run = %v; want an error that also matches advisory.ErrBadOption", err)
+			}
 		})
 	}
-	if _, err := idempotency.Purge(context.Background(), db, -time.Second); !errors.Is(err, idempotency.ErrBadOption) {
-		t.Errorf("Purge with a negative age = %v, want ErrBadOption", err)
+	if _, err := idempotency.Purge(context.Background(), db, -time.Second); !errors.Is(err, idempotency.ErrBadOption) || !errors.Is(err, advisory.ErrBadOption) {
+		t.Errorf("Purge with a negative age = %v, want idempotency's and advisory's ErrBadOption", err)
 	}
 	if err := idempotency.Setup(context.Background(), db, idempotency.Table("1abc")); !errors.Is(err, idempotency.ErrBadOption) {
 		t.Errorf("Setup with a bad table = %v, want ErrBadOption", err)
