@@ -132,6 +132,22 @@ var poolerRivals = []poolerRival{
 		}, advisory.Try())
 		return err == nil, overlap, err
 	}},
+	{"SessionLockHeartbeat", func(ctx context.Context, _ *testing.T, db *sql.DB, key advisory.Key, held func() bool) (bool, bool, error) {
+		// A session scope with a heartbeat holds its lock as a lease, and
+		// ends as one: its end acts on its own backend alone. Its own
+		// heartbeat may find the pooler while fn runs, and report the
+		// loss: it took the key all the same.
+		var ran, overlap bool
+		err := advisory.WithSessionLock(ctx, db, key, func(context.Context, *sql.Conn) error {
+			ran, overlap = true, held()
+			time.Sleep(poolerHeartbeat)
+			return nil
+		}, advisory.Try(), advisory.Heartbeat(poolerHeartbeat))
+		if ran && errors.Is(err, advisory.ErrLockLost) {
+			err = nil
+		}
+		return ran && err == nil, overlap, err
+	}},
 	{"XactLock", func(ctx context.Context, _ *testing.T, db *sql.DB, key advisory.Key, held func() bool) (bool, bool, error) {
 		var overlap bool
 		err := advisory.WithXactLock(ctx, db, key, func(context.Context, *sql.Tx) error {

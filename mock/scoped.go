@@ -257,7 +257,7 @@ func expectSession(helper string, m sqlmock.Sqlmock, key advisory.Key, outcome S
 	if o.Watched {
 		mark = LeaseMark
 	}
-	s := &SessionScope{m: m, end: o.EndStatement(sqltext.KeyOf(key), owned, mark)}
+	s := &SessionScope{m: m, end: o.EndStatement(sqltext.KeyOf(key), owned, LeasePID, mark)}
 	s.Lock = expectLock(m, lock.Query, outcome == SessionNotAcquired, outcome == SessionFailed)
 	if o.Watched {
 		s.holds = sqltext.Holds(LeasePID, o.Shared, sqltext.KeyOf(key), LeaseMark)

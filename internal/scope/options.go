@@ -144,10 +144,16 @@ func (o *Options) UnlockOp() string {
 	return "unlock"
 }
 
-// EndStatement returns the statement that ends a session scope on key:
-// see [sqltext.EndScope]. owned says the scope took its connection for
-// itself, and so releases every session lock on it; mark is the scope's
-// lease's mark, or 0 without a heartbeat.
-func (o *Options) EndStatement(key sqltext.Key, owned bool, mark int64) string {
-	return sqltext.EndScope(o.Shared, owned, key, mark)
+// EndStatement returns the statement that ends a session scope on key.
+// owned says the scope took its connection for itself, and so releases
+// every session lock on it. A scope with a heartbeat holds its lock as a
+// lease on backend pid, which bears mark: it ends as a lease does
+// ([sqltext.LeaseEnd]), acting on that backend alone, so that a statement
+// that a transaction pooler routes elsewhere releases nothing of another
+// client's. Without one (mark 0) it ends with [sqltext.EndScope].
+func (o *Options) EndStatement(key sqltext.Key, owned bool, pid, mark int64) string {
+	if mark != 0 {
+		return sqltext.LeaseEnd(pid, mark, o.Shared, owned, key)
+	}
+	return sqltext.EndScope(o.Shared, owned, key)
 }

@@ -56,7 +56,7 @@ func SessionScope(ctx context.Context, conn *sql.Conn, key sqltext.Key, fn func(
 	}
 	e := sessionEnd{conn: conn, s: s, key: key, o: o, owned: owned, cancelFn: cancelFn}
 	if lease != nil {
-		e.mark = lease.mark
+		e.pid, e.mark = lease.pid, lease.mark
 	}
 	end := func(discard bool) error {
 		if lease == nil {
@@ -86,6 +86,7 @@ type sessionEnd struct {
 	key      sqltext.Key
 	o        *Options
 	owned    bool
+	pid      int64 // the lease's backend, with a heartbeat
 	mark     int64 // the lease's mark, with a heartbeat; 0 without
 	cancelFn context.CancelFunc
 }
@@ -97,7 +98,7 @@ type sessionEnd struct {
 func (e *sessionEnd) run(ctx context.Context, discard bool) error {
 	rctx, cancel := detachedContext(ctx)
 	defer cancel()
-	stmt := e.o.EndStatement(e.key, e.owned, e.mark)
+	stmt := e.o.EndStatement(e.key, e.owned, e.pid, e.mark)
 	n, err := run(rctx, e.s, stmt)
 	if e.owned && err != nil && rctx.Err() == nil && SQLState(err) == "57014" {
 		// A cancel request that came too late for the statement it was
@@ -111,7 +112,8 @@ func (e *sessionEnd) run(ctx context.Context, discard bool) error {
 		// its scope reports the lock in doubt instead.
 		n, err = run(rctx, e.s, stmt)
 	}
-	txOpen := err == nil && n >= 2 || SQLState(err) == "25P02"
+	var txOpen bool
+	n, txOpen = e.answer(n, err)
 	if txOpen {
 		e.closeUnderTx()
 	}
@@ -127,20 +129,59 @@ func (e *sessionEnd) run(ctx context.Context, discard bool) error {
 	return err
 }
 
+// answer reads what the statement that ends the scope answered when it
+// did not fail: n, the rows it affected, becomes 1 when the scope's lock
+// was released on its session, endedElsewhere when a statement that a
+// transaction pooler routed to another backend ended the lease's backend
+// and its lock with it, and 0 when the lock was not held; txOpen reports a
+// transaction left open by fn. [sqltext.EndScope] and, with a heartbeat,
+// [sqltext.LeaseEnd] answer in rows of their own.
+func (e *sessionEnd) answer(n int64, err error) (int64, bool) {
+	if SQLState(err) == "25P02" {
+		return 0, true
+	}
+	if err != nil {
+		return 0, false
+	}
+	if e.mark == 0 {
+		return n & 1, n >= 2
+	}
+	txOpen := n&sqltext.EndTxOpen != 0
+	switch n &^ sqltext.EndTxOpen {
+	case sqltext.EndReleased:
+		return 1, txOpen
+	case sqltext.EndEnded:
+		return endedElsewhere, txOpen
+	}
+	return 0, txOpen
+}
+
+// endedElsewhere is [sessionEnd.answer]'s answer for a lease's backend
+// that the statement ended from another one.
+const endedElsewhere = -1
+
 // end acts on what the statement that ends the scope answered, n rows or
 // err, and on whether fn left a transaction open, and discards the session
 // when discard is set.
 func (e *sessionEnd) end(n int64, err error, txOpen bool, op, keys string, discard bool) error {
 	switch {
+	case txOpen:
+		// run has ended the session under it (closeUnderTx).
+		return FailKind(op, keys, errTxLeftOpen, err)
 	case err == nil && n == 1:
 		if discard {
 			e.s.Discard()
 		}
 		e.close()
 		return nil
-	case txOpen:
-		// run has ended the session under it (closeUnderTx).
-		return FailKind(op, keys, errTxLeftOpen, err)
+	case err == nil && n == endedElsewhere:
+		// A transaction pooler sent the statement to another backend,
+		// from which it ended the lease's, and the lock with it, as a
+		// lease's end does. Whether the lock was still held when fn
+		// returned is not known: the scope cannot report success.
+		e.s.Discard()
+		e.close()
+		return FailKind(op, keys, ErrLockLost, errElsewhere)
 	case err == nil:
 		e.s.Discard()
 		e.close()

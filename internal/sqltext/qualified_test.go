@@ -66,7 +66,7 @@ var builders = []struct {
 	}},
 	{"Unlock", func(v variant) string { return sqltext.Unlock(v.shared, v.keys...) }},
 	{"UnlockStmt", func(v variant) string { return sqltext.UnlockStmt(v.form, v.shared, v.keys[0]).Query }},
-	{"EndScope", func(v variant) string { return sqltext.EndScope(v.shared, v.second, v.keys[0], 8177) }},
+	{"EndScope", func(v variant) string { return sqltext.EndScope(v.shared, v.second, v.keys[0]) }},
 	{"UnlockAll", func(variant) string { return sqltext.UnlockAll }},
 	{"Holds", func(v variant) string { return sqltext.Holds(4242, v.shared, v.keys[0], 8177) }},
 	{"LeaseStart", func(v variant) string { return sqltext.LeaseStart(v.form, v.shared, v.keys[0], v.second).Query }},

@@ -192,44 +192,32 @@ func Unlock(shared bool, keys ...Key) string {
 	return perKey("SELECT 1 FROM ", "SELECT 1 FROM ", name, keys)
 }
 
-// EndScope returns the statement that ends a session scope: it releases
-// key and, when all is set and key was held, every other session lock as
-// well, so that nothing the scope's function took goes back to the pool.
-// A scope that ran as a lease gives its mark (0 for none), which the
-// statement removes from the session when the session bears it, so that
-// the session can serve other callers; another lease's mark, on a
-// backend where a transaction pooler sent the statement, stays. It also
-// tells whether the function left a transaction block open on the
-// session, since statement_timestamp() equals transaction_timestamp() only
-// in a transaction's first statement. It affects one row when key was
-// held, and two more when a transaction is open:
+// EndScope returns the statement that ends a session scope that holds
+// its lock without a heartbeat (one with a heartbeat ends as a lease,
+// with [LeaseEnd]): it releases key and, when all is set and key was
+// held, every other session lock as well, so that nothing the scope's
+// function took goes back to the pool. It also tells whether the function
+// left a transaction block open on the session, since
+// statement_timestamp() equals transaction_timestamp() only in a
+// transaction's first statement. It affects one row when key was held,
+// and two more when a transaction is open:
 //
 //	SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN CASE WHEN
 //	pg_catalog.pg_advisory_unlock(42) THEN
 //	pg_catalog.pg_advisory_unlock_all() IS NOT NULL ELSE false END THEN 1
 //	ELSE 0 END + CASE WHEN pg_catalog.statement_timestamp() =
-//	pg_catalog.transaction_timestamp() THEN 0 ELSE 2 END + CASE WHEN
-//	pg_catalog.set_config('pgadvisory.lease', CASE WHEN ... = '8177' THEN
-//	'' ELSE ... END, false) IS NULL THEN 0 ELSE 0 END)
+//	pg_catalog.transaction_timestamp() THEN 0 ELSE 2 END)
 //
-// A function's arguments are evaluated once, left to right; the last term
-// is always 0. CASE fixes the order: the key's own release decides the
-// answer before anything else is released. In a transaction that has
-// failed, the statement fails with SQLSTATE 25P02 and releases nothing.
-func EndScope(shared, all bool, key Key, mark int64) string {
+// CASE fixes the order: the key's own release decides the answer before
+// anything else is released. In a transaction that has failed, the
+// statement fails with SQLSTATE 25P02 and releases nothing.
+func EndScope(shared, all bool, key Key) string {
 	held := call(unlockFn(shared), key)
 	if all {
 		held = "CASE WHEN " + held + " THEN pg_catalog.pg_advisory_unlock_all() IS NOT NULL ELSE false END"
 	}
-	clear := ""
-	if mark != 0 {
-		m := strconv.FormatInt(mark, 10)
-		clear = " + CASE WHEN pg_catalog.set_config('" + markSetting + "', CASE WHEN pg_catalog.current_setting('" +
-			markSetting + "', true) = '" + m + "' THEN '' ELSE COALESCE(pg_catalog.current_setting('" + markSetting +
-			"', true), '') END, false) IS NULL THEN 0 ELSE 0 END"
-	}
 	return "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN " + held + " THEN 1 ELSE 0 END + " +
-		"CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 2 END" + clear + ")"
+		"CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 2 END)"
 }
 
 // UnlockAll releases every session lock the session holds, and removes a

@@ -32,10 +32,10 @@ func TestStatements(t *testing.T) {
 		{"UnlockMany", sqltext.Unlock(false, big, pair),
 			"SELECT 1 FROM (VALUES (-9223372036854775808)) AS k(k) WHERE pg_catalog.pg_advisory_unlock(k) " +
 				"UNION ALL SELECT 1 FROM (VALUES (-2147483648,7)) AS p(a,b) WHERE pg_catalog.pg_advisory_unlock(a,b)"},
-		{"EndScopeAll", sqltext.EndScope(false, true, big, 0),
+		{"EndScopeAll", sqltext.EndScope(false, true, big),
 			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN CASE WHEN pg_catalog.pg_advisory_unlock(-9223372036854775808) THEN pg_catalog.pg_advisory_unlock_all() IS NOT NULL ELSE false END THEN 1 ELSE 0 END + " +
 				"CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 2 END)"},
-		{"EndScopeKey", sqltext.EndScope(true, false, pair, 0),
+		{"EndScopeKey", sqltext.EndScope(true, false, pair),
 			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_advisory_unlock_shared(-2147483648,7) THEN 1 ELSE 0 END + " +
 				"CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 2 END)"},
 		{"KeyString", big.String() + " " + pair.String(), "-9223372036854775808 -2147483648:7"},
