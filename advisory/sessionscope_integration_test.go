@@ -31,6 +31,7 @@ func TestWithSessionLockIntegration(t *testing.T) {
 	t.Run("PanicReleases", testWithSessionLockPanicReleases)
 	t.Run("HeartbeatCtxEnds", testWithSessionLockHeartbeatCtxEnds)
 	t.Run("GhostPoolHygiene", testWithSessionLockGhostPoolHygiene)
+	t.Run("Marks", testWithSessionLockMarks)
 }
 
 func testWithSessionLockBasics(t *testing.T) {

@@ -13,7 +13,8 @@ import (
 // Every statement that takes a lock refuses on a hot standby and on a
 // session that bears a lease's mark (see internal/sqltext's guard.go). A
 // lease's own calls are the exception: its session bears its own mark,
-// and a lock taken there on another key is the caller's to take. The
+// and a lock taken there on another key is the caller's to take, so they
+// refuse only a session that bears another mark than the lease's. The
 // calls that run for a lease are known by the session, when they are
 // made on the lease's *sql.Conn, and otherwise by the context, when it
 // descends from the lease's (the fn of a session scope, or
@@ -31,18 +32,18 @@ var (
 // ownMarkKey is the context key that tells a call runs for a lease.
 type ownMarkKey struct{}
 
-// withOwnMark returns ctx, marked as running for a lease whose mark is on
-// its session.
-func withOwnMark(ctx context.Context) context.Context {
-	return context.WithValue(ctx, ownMarkKey{}, true)
+// withOwnMark returns ctx, marked as running for a lease whose mark, mark,
+// is on its session.
+func withOwnMark(ctx context.Context, mark int64) context.Context {
+	return context.WithValue(ctx, ownMarkKey{}, mark)
 }
 
 // holdMark records that a lease has left its mark on conn's session, and
 // dropMark that it has ended; a lease on a connection of its own records
 // nothing, since no caller makes calls on that connection but through the
 // lease's context.
-func holdMark(conn *sql.Conn) {
-	if _, loaded := markedSessions.LoadOrStore(SQLConn(conn), struct{}{}); !loaded {
+func holdMark(conn *sql.Conn, mark int64) {
+	if _, loaded := markedSessions.LoadOrStore(SQLConn(conn), mark); !loaded {
 		marks.Add(1)
 	}
 }
@@ -54,11 +55,12 @@ func dropMark(conn *sql.Conn) {
 }
 
 // SessionGuard returns what a lock call on s, under ctx, checks before it
-// takes a lock: everything, unless the call runs for a lease of s's.
+// takes a lock: everything, unless the call runs for a lease of s's, when
+// only another mark than that lease's refuses.
 func SessionGuard(ctx context.Context, s Session) sqltext.Guard {
 	if marks.Load() > 0 && s != nil {
-		if _, ok := markedSessions.Load(s); ok {
-			return sqltext.OwnMark
+		if mark, ok := markedSessions.Load(s); ok {
+			return sqltext.OwnMark(mark.(int64))
 		}
 	}
 	return TxGuard(ctx)
@@ -70,10 +72,13 @@ func ConnGuard(ctx context.Context, conn *sql.Conn) sqltext.Guard {
 }
 
 // TxGuard returns what a lock call on a transaction, under ctx, checks:
-// everything, unless ctx descends from a lease's.
+// everything, unless ctx descends from a lease's, when only another mark
+// than that lease's refuses: the transaction may run on the lease's own
+// session, or on another, which bears no mark unless a transaction
+// pooler sent it to another lease's backend.
 func TxGuard(ctx context.Context) sqltext.Guard {
-	if ctx.Value(ownMarkKey{}) != nil {
-		return sqltext.OwnMark
+	if mark, ok := ctx.Value(ownMarkKey{}).(int64); ok {
+		return sqltext.OwnMark(mark)
 	}
 	return sqltext.Guarded
 }

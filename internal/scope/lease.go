@@ -114,8 +114,8 @@ func StartLease(ctx context.Context, conn *sql.Conn, key sqltext.Key, o *Options
 	l.token = token.Int64
 	l.mark = mark.Int64
 	l.holds = sqltext.Holds(l.pid, o.Shared, key, l.mark)
-	holdMark(conn) // until discard or release: see guard.go
-	l.ctx, l.cancel = context.WithCancelCause(withOwnMark(context.WithoutCancel(ctx)))
+	holdMark(conn, l.mark) // until discard or release: see guard.go
+	l.ctx, l.cancel = context.WithCancelCause(withOwnMark(context.WithoutCancel(ctx), l.mark))
 	l.stop, l.done = make(chan struct{}), make(chan struct{})
 	go l.watch()
 	return l, nil

@@ -52,7 +52,7 @@ func SessionScope(ctx context.Context, conn *sql.Conn, key sqltext.Key, fn func(
 	defer cancelFn()
 	if lease != nil {
 		defer context.AfterFunc(lease.Context(), cancelFn)()
-		fnCtx = withOwnMark(fnCtx)
+		fnCtx = withOwnMark(fnCtx, lease.mark)
 	}
 	e := sessionEnd{conn: conn, s: s, key: key, o: o, owned: owned, cancelFn: cancelFn}
 	if lease != nil {

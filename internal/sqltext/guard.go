@@ -1,5 +1,7 @@
 package sqltext
 
+import "strconv"
+
 // A lock is real only on a primary, on a backend that no one else's lease
 // holds. Advisory locks are per server, so one taken on a hot standby
 // excludes no one on the primary. And a backend that a lease holds a key
@@ -18,18 +20,31 @@ package sqltext
 // reads a flag in shared memory and a setting, and sends nothing more.
 
 // Guard says what a statement that takes a lock checks before it takes
-// it.
-type Guard uint8
+// it: [Guarded], or [OwnMark] for a call that runs for a lease.
+type Guard struct {
+	own  bool  // the call runs for a lease
+	mark int64 // that lease's mark
+}
 
-const (
-	// Guarded refuses on a hot standby and on a session that bears a
-	// lease's mark: the statement runs for a caller that holds no lease
-	// on the session.
-	Guarded Guard = iota
-	// OwnMark refuses on a hot standby only: the caller holds a lease on
-	// the session, whose mark is its own.
-	OwnMark
-)
+// Guarded refuses on a hot standby and on a session that bears a lease's
+// mark: the statement runs for a caller that holds no lease on the
+// session.
+var Guarded = Guard{}
+
+// OwnMark returns the guard of a call that runs for a lease whose mark is
+// mark: it refuses on a hot standby, and on a session that bears another
+// mark than mark, as behind a transaction pooler that sent the call to
+// another lease's backend. A session that bears the lease's own mark, or
+// none, takes the lock.
+func OwnMark(mark int64) Guard { return Guard{own: true, mark: mark} }
+
+// String names the guard, for tests.
+func (g Guard) String() string {
+	if g.own {
+		return "OwnMark(" + strconv.FormatInt(g.mark, 10) + ")"
+	}
+	return "Guarded"
+}
 
 // The SQLSTATEs a guarded statement fails with when it refuses. Each is
 // raised by a call that can raise nothing else there: lock_timeout set to
@@ -65,12 +80,19 @@ const (
 //	true) IS NULL ELSE call END
 func guarded(g Guard, call string) string { return guardPrefix(g) + call + " END" }
 
-// guardPrefix is [guarded] up to its call.
+// guardPrefix is [guarded] up to its call. A lease's own call refuses on
+// a session that bears another mark than the lease's:
+//
+//	CASE WHEN pg_catalog.pg_is_in_recovery() THEN ... WHEN
+//	pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease',
+//	true)) > 0 AND pg_catalog.current_setting('pgadvisory.lease', true)
+//	<> '8177' THEN ... ELSE
 func guardPrefix(g Guard) string {
-	if g == OwnMark {
-		return "CASE WHEN " + inRecovery + " THEN " + raiseStandby + " ELSE "
+	refuse := marked
+	if g.own {
+		refuse += " AND pg_catalog.current_setting('" + markSetting + "', true) <> '" + strconv.FormatInt(g.mark, 10) + "'"
 	}
-	return "CASE WHEN " + inRecovery + " THEN " + raiseStandby + " WHEN " + marked + " THEN " + raiseShared + " ELSE "
+	return "CASE WHEN " + inRecovery + " THEN " + raiseStandby + " WHEN " + refuse + " THEN " + raiseShared + " ELSE "
 }
 
 // check renders g's checks as a select-list entry of their own, NULL when
@@ -78,12 +100,17 @@ func guardPrefix(g Guard) string {
 // right, so the check comes before the waits.
 func check(g Guard) string { return guarded(g, "NULL") }
 
-// tryPrefixes are the beginnings of a try, by guard, up to the try's own
-// call, and trySuffix ends it.
-var tryPrefixes = [2]string{
-	Guarded: "SELECT 1 WHERE " + guardPrefix(Guarded),
-	OwnMark: "SELECT 1 WHERE " + guardPrefix(OwnMark),
+// tryPrefix is the beginning of a try guarded by g, up to the try's own
+// call, and trySuffix ends it. The Guarded one, which nearly every call
+// takes, is made once.
+func tryPrefix(g Guard) string {
+	if g == Guarded {
+		return guardedTryPrefix
+	}
+	return "SELECT 1 WHERE " + guardPrefix(g)
 }
+
+var guardedTryPrefix = "SELECT 1 WHERE " + guardPrefix(Guarded)
 
 const trySuffix = " END"
 

@@ -127,7 +127,7 @@ var notStatements = []string{
 // variant of each, [sqltext.Guarded] otherwise.
 func (v variant) guard() sqltext.Guard {
 	if v.second {
-		return sqltext.OwnMark
+		return sqltext.OwnMark(8177)
 	}
 	return sqltext.Guarded
 }

@@ -174,7 +174,7 @@ func Lock(xact, shared bool, keys ...Key) string {
 //	COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') <> '' THEN 3 WHEN
 //	pg_catalog.pg_try_advisory_lock(42) THEN 1 ELSE 0 END)
 func TryLock(g Guard, xact, shared bool, key Key) string {
-	return statement(tryPrefixes[g], fn("pg_try_advisory", xact, shared), key, trySuffix)
+	return statement(tryPrefix(g), fn("pg_try_advisory", xact, shared), key, trySuffix)
 }
 
 // Unlock returns the statement that releases one session lock on every

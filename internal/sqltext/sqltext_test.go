@@ -25,8 +25,10 @@ func TestStatements(t *testing.T) {
 		{"TryLock", sqltext.TryLock(sqltext.Guarded, true, false, big), "SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL " +
 			"WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL " +
 			"ELSE pg_catalog.pg_try_advisory_xact_lock(-9223372036854775808) END"},
-		{"TryLockOwnMark", sqltext.TryLock(sqltext.OwnMark, false, true, pair),
+		{"TryLockOwnMark", sqltext.TryLock(sqltext.OwnMark(8177), false, true, pair),
 			"SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL " +
+				"WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 AND pg_catalog.current_setting('pgadvisory.lease', true) <> '8177' " +
+				"THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL " +
 				"ELSE pg_catalog.pg_try_advisory_lock_shared(-2147483648,7) END"},
 		{"Unlock", sqltext.Unlock(true, pair), "SELECT 1 WHERE pg_catalog.pg_advisory_unlock_shared(-2147483648,7)"},
 		{"UnlockMany", sqltext.Unlock(false, big, pair),

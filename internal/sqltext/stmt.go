@@ -26,8 +26,11 @@ func Plain(query string) Stmt { return Stmt{Query: query} }
 
 // TryLockStmt is [TryLock], in form f.
 func TryLockStmt(f Form, g Guard, xact, shared bool, key Key) Stmt {
-	if f == Params {
-		return params(tryParamTexts[g][b2i(xact)][b2i(shared)], key)
+	switch {
+	case f == Params && g == Guarded:
+		return params(tryParamTexts[b2i(xact)][b2i(shared)], key)
+	case f == Params:
+		return params(tryParamText(g, xact, shared), key)
 	}
 	return Plain(TryLock(g, xact, shared, key))
 }
@@ -59,26 +62,34 @@ func params(texts [2]string, key Key) Stmt {
 }
 
 // tryParamTexts and unlockParamTexts hold the single-key statements of
-// the Params form: the try's by guard, then as lockFns is indexed (by
-// whether the lock is a transaction's, then shared), and each by whether
-// the key is a pair. They are made once, so that a call builds no string.
+// the Params form: the Guarded try's as lockFns is indexed (by whether
+// the lock is a transaction's, then shared), and each by whether the key
+// is a pair. They are made once, so that a call builds no string; a
+// lease's own try, whose text carries its mark, is made per call
+// ([tryParamText]).
 var (
-	tryParamTexts    [2][2][2][2]string
+	tryParamTexts    [2][2][2]string
 	unlockParamTexts [2][2]string
 )
 
+// paramTexts returns prefix, the call name, and suffix, for a bigint key
+// ($1) and for a pair ($1,$2).
+func paramTexts(prefix, name, suffix string) [2]string {
+	return [2]string{prefix + name + "($1)" + suffix, prefix + name + "($1,$2)" + suffix}
+}
+
+// tryParamText returns the Params form of a try guarded by g.
+func tryParamText(g Guard, xact, shared bool) [2]string {
+	return paramTexts(tryPrefix(g), lockFns[1][b2i(xact)][b2i(shared)], trySuffix)
+}
+
 func init() {
-	texts := func(prefix, name, suffix string) [2]string {
-		return [2]string{prefix + name + "($1)" + suffix, prefix + name + "($1,$2)" + suffix}
-	}
-	for g := range tryPrefixes {
-		for xact := range 2 {
-			for shared := range 2 {
-				tryParamTexts[g][xact][shared] = texts(tryPrefixes[g], lockFns[1][xact][shared], trySuffix)
-			}
+	for xact := range 2 {
+		for shared := range 2 {
+			tryParamTexts[xact][shared] = tryParamText(Guarded, xact == 1, shared == 1)
 		}
 	}
 	for shared := range 2 {
-		unlockParamTexts[shared] = texts("SELECT 1 WHERE ", unlockFn(shared == 1), "")
+		unlockParamTexts[shared] = paramTexts("SELECT 1 WHERE ", unlockFn(shared == 1), "")
 	}
 }

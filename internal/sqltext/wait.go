@@ -157,7 +157,10 @@ func SessionSliceStmt(f Form, g Guard, shared bool, ms int64, key Key) Stmt {
 	if f != Params {
 		return Plain(SessionSlice(g, shared, ms, key))
 	}
-	return sliceParams(sessionSliceTexts[g][b2i(shared)], ms, key)
+	if g != Guarded {
+		return sliceParams(sessionSliceText(g, shared), ms, key)
+	}
+	return sliceParams(sessionSliceTexts[b2i(shared)], ms, key)
 }
 
 // XactSliceStmt is [XactSlice] for one key, in form f, as
@@ -181,30 +184,45 @@ func sliceParams(texts [2]string, ms int64, key Key) Stmt {
 
 // sessionSliceTexts and xactSliceTexts hold the slice statements of the
 // Params form, by whether the lock is shared, then whether the key is a
-// pair; the session's first by guard.
+// pair; the session's are the Guarded ones, and a lease's own, whose text
+// carries its mark, is made per call ([sessionSliceText]).
 var (
-	sessionSliceTexts [2][2][2]string
+	sessionSliceTexts [2][2]string
 	xactSliceTexts    [2][2]string
 )
 
-func init() {
-	prefix := "SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT " +
-		"pg_catalog.current_setting('lock_timeout') AS prev, pg_catalog.set_config('lock_timeout', $1, true), "
-	// The session texts scan their key, as [SessionSlice] does.
+// sliceParamPrefix begins every slice statement of the Params form.
+const sliceParamPrefix = "SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT " +
+	"pg_catalog.current_setting('lock_timeout') AS prev, pg_catalog.set_config('lock_timeout', $1, true), "
+
+// sliceParamArgs are the arguments of a slice's lock call in the Params
+// form, for a bigint key and for a pair.
+var sliceParamArgs = [2]string{"($2)", "($2,$3)"}
+
+// sessionSliceText returns the Params form of a session slice guarded by
+// g, for a bigint key and for a pair. It scans its key, as [SessionSlice]
+// does.
+func sessionSliceText(g Guard, shared bool) [2]string {
 	scan := [2]string{
 		"(k) FROM (VALUES ($2::pg_catalog.int8)) AS k(k)) AS l)",
 		"(a,b) FROM (VALUES ($2::pg_catalog.int4,$3::pg_catalog.int4)) AS p(a,b)) AS l)",
 	}
+	xact := fn("pg_advisory", true, shared)
+	session := fn("pg_advisory", false, shared)
+	var texts [2]string
+	for pair := range texts {
+		texts[pair] = sliceParamPrefix + check(g) + ", " +
+			"(SELECT pg_catalog.count(*) FROM (SELECT " + xact + scan[pair] + ", " +
+			"(SELECT pg_catalog.count(*) FROM (SELECT " + session + scan[pair] + " OFFSET 0) AS t"
+	}
+	return texts
+}
+
+func init() {
 	for shared := range 2 {
-		for pair, args := range [2]string{"($2)", "($2,$3)"} {
-			xact := fn("pg_advisory", true, shared == 1)
-			session := fn("pg_advisory", false, shared == 1)
-			xactSliceTexts[shared][pair] = prefix + xact + args + " OFFSET 0) AS t"
-			for g := range sessionSliceTexts {
-				sessionSliceTexts[g][shared][pair] = prefix + check(Guard(g)) + ", " +
-					"(SELECT pg_catalog.count(*) FROM (SELECT " + xact + scan[pair] + ", " +
-					"(SELECT pg_catalog.count(*) FROM (SELECT " + session + scan[pair] + " OFFSET 0) AS t"
-			}
+		sessionSliceTexts[shared] = sessionSliceText(Guarded, shared == 1)
+		for pair, args := range sliceParamArgs {
+			xactSliceTexts[shared][pair] = sliceParamPrefix + fn("pg_advisory", true, shared == 1) + args + " OFFSET 0) AS t"
 		}
 	}
 }

@@ -17,7 +17,9 @@ func TestWaitStatements(t *testing.T) {
 	const check = "CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL " +
 		"WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL " +
 		"ELSE NULL END, "
-	const ownCheck = "CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL ELSE NULL END, "
+	const ownCheck = "CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL " +
+		"WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 AND pg_catalog.current_setting('pgadvisory.lease', true) <> '8177' " +
+		"THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE NULL END, "
 	tests := []struct {
 		name, got, want string
 	}{
@@ -30,10 +32,10 @@ func TestWaitStatements(t *testing.T) {
 		{"SessionSliceKeys", sqltext.SessionSlice(sqltext.Guarded, false, 1100, k, p),
 			bound + check + "(SELECT pg_catalog.count(*) FROM (" + sqltext.Lock(true, false, k, p) + ") AS l), " +
 				"(SELECT pg_catalog.count(*) FROM (" + sqltext.Lock(false, false, k, p) + ") AS l) OFFSET 0) AS t"},
-		{"SessionSliceOwnMark", sqltext.SessionSlice(sqltext.OwnMark, false, 1100, k),
+		{"SessionSliceOwnMark", sqltext.SessionSlice(sqltext.OwnMark(8177), false, 1100, k),
 			bound + ownCheck + "(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_xact_lock(k) FROM (VALUES (42)) AS k(k)) AS l), " +
 				"(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_lock(k) FROM (VALUES (42)) AS k(k)) AS l) OFFSET 0) AS t"},
-		{"SessionSliceOwnMarkParams", sqltext.SessionSliceStmt(sqltext.Params, sqltext.OwnMark, false, 1100, k).Query,
+		{"SessionSliceOwnMarkParams", sqltext.SessionSliceStmt(sqltext.Params, sqltext.OwnMark(8177), false, 1100, k).Query,
 			"SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT pg_catalog.current_setting('lock_timeout') AS prev, " +
 				"pg_catalog.set_config('lock_timeout', $1, true), " + ownCheck +
 				"(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_xact_lock(k) FROM (VALUES ($2::pg_catalog.int8)) AS k(k)) AS l), " +
@@ -42,7 +44,7 @@ func TestWaitStatements(t *testing.T) {
 			bound + "pg_catalog.pg_advisory_xact_lock(42) OFFSET 0) AS t"},
 		{"GuardedXactSlice", sqltext.GuardedXactSlice(sqltext.Guarded, false, 1100, k),
 			bound + check + "pg_catalog.pg_advisory_xact_lock(42) OFFSET 0) AS t"},
-		{"GuardedXactSliceOwnMark", sqltext.GuardedXactSlice(sqltext.OwnMark, true, 1100, k, p),
+		{"GuardedXactSliceOwnMark", sqltext.GuardedXactSlice(sqltext.OwnMark(8177), true, 1100, k, p),
 			bound + ownCheck + "(SELECT pg_catalog.count(*) FROM (" + sqltext.Lock(true, true, k, p) + ") AS l) OFFSET 0) AS t"},
 		{"EndRefusedSliceSavepoint", sqltext.EndRefusedSlice(true, "BEGIN"), sqltext.LeaveWaitSavepoint},
 		{"EndRefusedSliceOwned", sqltext.EndRefusedSlice(false, "BEGIN ISOLATION LEVEL REPEATABLE READ"),
