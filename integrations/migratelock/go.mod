@@ -6,6 +6,7 @@ require github.com/pgadvisory/pgadvisory v0.0.0
 
 require (
 	github.com/golang-migrate/migrate/v4 v4.20.1
+	github.com/lib/pq v1.12.3
 	go.uber.org/goleak v1.3.0
 )
 
@@ -26,7 +27,6 @@ require (
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/pgx/v5 v5.12.0 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
-	github.com/lib/pq v1.12.3 // indirect
 	github.com/moby/docker-image-spec v1.3.1 // indirect
 	github.com/moby/sys/user v0.3.0 // indirect
 	github.com/moby/term v0.5.2 // indirect
