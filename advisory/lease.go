@@ -178,7 +178,9 @@ func acquireOnce(ctx context.Context, db *sql.DB, key sqltext.Key, o *scope.Opti
 		_ = conn.Close()
 		return nil, err
 	}
-	return scope.StartLease(ctx, conn, key, o, form, true)
+	lo := *o
+	lo.Spare = db // to undo the lock after a loss that closed conn
+	return scope.StartLease(ctx, conn, key, &lo, form, true)
 }
 
 // Key returns the key the lease holds.

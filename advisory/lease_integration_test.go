@@ -29,6 +29,7 @@ func TestLeaseIntegration(t *testing.T) {
 	t.Run("LossRestartPause", testLeaseLossRestartPause)
 	t.Run("LossIdleTimeout", testLeaseLossIdleTimeout)
 	t.Run("Pooler", testLeasePooler)
+	t.Run("PoolerNoAnswer", testLeasePoolerNoAnswer)
 }
 
 // pgLeasePID returns the backend that holds key, as pg_locks shows it.

@@ -260,7 +260,29 @@ func (c *carrier) teardown() {
 		}
 		Discard(c.conn)
 		_ = c.conn.Close()
+		if unanswered {
+			c.reclaimFrom()
+		}
 	})
+}
+
+// reclaimFrom undoes, after a loss for want of an answer, the carrier's
+// locks and mark through another connection of the Mux's pool, since the
+// carrier's own is closed: as [Lease.reclaimFrom] does for a lease, with
+// [sqltext.CarrierReleaseFrom]. Behind a transaction pooler, an answer
+// that came just too late left the carrier's backend in the pooler's
+// pool, holding its locks and bearing its mark.
+func (c *carrier) reclaimFrom() {
+	ctx, cancel := context.WithTimeout(context.Background(), max(c.m.interval, reclaimTimeout))
+	defer cancel()
+	conn, err := c.m.db.Conn(ctx)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	if _, err := Run(ctx, conn, sqltext.CarrierReleaseFrom(c.pid, c.mark)); err != nil {
+		Discard(conn)
+	}
 }
 
 // watch runs the heartbeat until the carrier is lost or closed. After a

@@ -180,11 +180,41 @@ func (l *Lease) lost(err error) {
 	l.lose(err)
 	// Behind a transaction pooler, closing the connection ends nothing
 	// on the server: undo the lock and the mark first, unless the server
-	// did not answer, when the session is ended at once.
-	if !errors.Is(err, errNoAnswer) {
+	// did not answer, when the session is ended at once, and the lock is
+	// undone through another connection of the lease's pool.
+	noAnswer := errors.Is(err, errNoAnswer)
+	if !noAnswer {
 		l.reclaim()
 	}
 	l.endSession()
+	if noAnswer && l.o.Spare != nil {
+		l.reclaimFrom(l.o.Spare)
+	}
+}
+
+// reclaimFrom undoes, after a loss for want of an answer, the lease's lock
+// and mark through a connection of db's, since the lease's own connection
+// is closed. On a direct connection the closed session ends, and its
+// locks with it, once the server reads the close; the statement finds
+// nothing to do, or ends that backend a moment sooner. Behind a
+// transaction pooler the answer may have come just too late: the pooler
+// then put the lease's backend back in its pool, lock and mark and all,
+// where nothing of the lease's would ever reach it again. The statement
+// ([sqltext.LeaseEndFrom]) releases them if the pooler sends it to that
+// backend, and ends that backend, while it holds the key, if it sends it
+// elsewhere. It is bounded
+// as [Lease.reclaim] is, and its connection is discarded if it fails.
+func (l *Lease) reclaimFrom(db *sql.DB) {
+	ctx, cancel := context.WithTimeout(context.Background(), max(l.interval, reclaimTimeout))
+	defer cancel()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	if _, err := Run(ctx, conn, sqltext.LeaseEndFrom(l.pid, l.mark, l.o.Shared, l.owned, l.key)); err != nil {
+		Discard(conn)
+	}
 }
 
 // stopped records that the heartbeat no longer works on conn. If Release

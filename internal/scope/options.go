@@ -27,6 +27,12 @@ type Options struct {
 	Fencing   bool          // a lease takes a fencing token
 
 	Hooks Hooks // observe this call with these rather than the default
+
+	// Spare is the pool a lease's connection came from, when the lease
+	// took it from one: after a loss for want of an answer, the lease
+	// undoes its lock through another of the pool's connections (see
+	// [Lease.reclaimFrom]). Nil for a lease on a caller's connection.
+	Spare *sql.DB
 }
 
 // HeartbeatInterval returns the lease's heartbeat interval.

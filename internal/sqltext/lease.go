@@ -90,6 +90,21 @@ const (
 // [EndTxOpen] when a transaction block is open on the session (see
 // [EndScope]).
 func LeaseEnd(pid, mark int64, shared, all bool, key Key) string {
+	return leaseEnd(pid, mark, shared, all, key, reclaim(pid))
+}
+
+// LeaseEndFrom is [LeaseEnd] for a lease whose own connection is closed,
+// sent on another connection: it ends the lease's backend from another
+// one only while that backend still holds key in the lease's mode, so
+// that a backend that took the pid of the lease's, once the lease's
+// session ended, is never ended.
+func LeaseEndFrom(pid, mark int64, shared, all bool, key Key) string {
+	return leaseEnd(pid, mark, shared, all, key, reclaimHolding(pid, heldBy(strconv.FormatInt(pid, 10), shared, key)))
+}
+
+// leaseEnd is [LeaseEnd] with reclaim, the branch that ends the lease's
+// backend from another one.
+func leaseEnd(pid, mark int64, shared, all bool, key Key, reclaim string) string {
 	held := call(unlockFn(shared), key)
 	if all {
 		held = "CASE WHEN " + held + " THEN pg_catalog.pg_advisory_unlock_all() IS NOT NULL ELSE false END"
@@ -97,7 +112,7 @@ func LeaseEnd(pid, mark int64, shared, all bool, key Key) string {
 	return "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN " + ours(pid, mark) +
 		" THEN CASE WHEN " + held + " THEN CASE WHEN " + clearMark + " IS NULL THEN 1 ELSE 1 END" +
 		" ELSE CASE WHEN " + clearMark + " IS NULL THEN 0 ELSE 0 END END" +
-		reclaim(pid) + " ELSE 0 END + " +
+		reclaim + " ELSE 0 END + " +
 		"CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 4 END)"
 }
 

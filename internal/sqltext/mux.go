@@ -1,6 +1,9 @@
 package sqltext
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // The statements of a multiplexed locker, whose connections (carriers)
 // each hold many leases. A carrier is known by its backend's pid and the
@@ -144,6 +147,25 @@ func CarrierCount(pid, mark int64) string {
 //	ELSE 0 END ELSE 0 END)
 func CarrierRelease(pid, mark int64) string {
 	return "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN " + ours(pid, mark) + " THEN " + releaseAll + reclaim(pid) + " ELSE 0 END)"
+}
+
+// CarrierReleaseFrom is [CarrierRelease] for a carrier whose own
+// connection is closed, sent on another connection: it ends the carrier's
+// backend from another one only while that backend still holds an
+// advisory lock, so that a backend that took the carrier's pid, once the
+// carrier's session ended, is never ended.
+func CarrierReleaseFrom(pid, mark int64) string {
+	return "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN " + ours(pid, mark) + " THEN " + releaseAll + reclaimHolding(pid, "") + " ELSE 0 END)"
+}
+
+// reclaimHolding is [reclaim], limited to a backend that holds an advisory
+// lock: any, or, when held is not "", the one held describes (see
+// heldBy).
+func reclaimHolding(pid int64, held string) string {
+	if held == "" {
+		held = "locktype = 'advisory' AND granted AND pid = " + strconv.FormatInt(pid, 10)
+	}
+	return strings.Replace(reclaim(pid), " THEN ", " AND EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE "+held+") THEN ", 1)
 }
 
 // releaseAll is the CASE branch that releases every session lock and

@@ -2,6 +2,7 @@ package sqltext_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
@@ -28,6 +29,11 @@ func TestCarrierStatements(t *testing.T) {
 		{"CarrierRelease", sqltext.CarrierRelease(7, 9),
 			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN " + ours + " THEN CASE WHEN pg_catalog.pg_advisory_unlock_all() IS NULL " +
 				"OR pg_catalog.set_config('pgadvisory.lease', '', false) IS NULL THEN 1 ELSE 1 END " + reclaim7 + " ELSE 0 END)"},
+		{"CarrierReleaseFrom", sqltext.CarrierReleaseFrom(7, 9),
+			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN " + ours + " THEN CASE WHEN pg_catalog.pg_advisory_unlock_all() IS NULL " +
+				"OR pg_catalog.set_config('pgadvisory.lease', '', false) IS NULL THEN 1 ELSE 1 END " +
+				strings.Replace(reclaim7, " THEN ", " AND EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND granted AND pid = 7) THEN ", 1) +
+				" ELSE 0 END)"},
 		{"CarrierStart", sqltext.CarrierStart,
 			"SELECT pg_catalog.pg_backend_pid(), pg_catalog.pg_is_in_recovery(), CASE WHEN COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') = '' " +
 				"THEN pg_catalog.set_config('pgadvisory.lease', pg_catalog.floor(pg_catalog.random() * 9007199254740992)::pg_catalog.int8::pg_catalog.text, false)::pg_catalog.int8 END"},
@@ -35,6 +41,13 @@ func TestCarrierStatements(t *testing.T) {
 			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN " + ours + " THEN CASE WHEN CASE WHEN pg_catalog.pg_advisory_unlock(42) " +
 				"THEN pg_catalog.pg_advisory_unlock_all() IS NOT NULL ELSE false END THEN CASE WHEN pg_catalog.set_config('pgadvisory.lease', '', false) IS NULL " +
 				"THEN 1 ELSE 1 END ELSE CASE WHEN pg_catalog.set_config('pgadvisory.lease', '', false) IS NULL THEN 0 ELSE 0 END END " + reclaim7 +
+				" ELSE 0 END + CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 4 END)"},
+		{"LeaseEndFrom", sqltext.LeaseEndFrom(7, 9, false, true, k),
+			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN " + ours + " THEN CASE WHEN CASE WHEN pg_catalog.pg_advisory_unlock(42) " +
+				"THEN pg_catalog.pg_advisory_unlock_all() IS NOT NULL ELSE false END THEN CASE WHEN pg_catalog.set_config('pgadvisory.lease', '', false) IS NULL " +
+				"THEN 1 ELSE 1 END ELSE CASE WHEN pg_catalog.set_config('pgadvisory.lease', '', false) IS NULL THEN 0 ELSE 0 END END " +
+				strings.Replace(reclaim7, " THEN ", " AND EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = 7 AND "+
+					"classid = 0::pg_catalog.int8::pg_catalog.oid AND objid = 42::pg_catalog.int8::pg_catalog.oid AND objsubid = 1 AND mode = 'ExclusiveLock' AND granted) THEN ", 1) +
 				" ELSE 0 END + CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 4 END)"},
 		{"Holds", sqltext.Holds(7, false, k, 9),
 			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_backend_pid() <> 7 THEN 2 WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_locks " +
