@@ -255,7 +255,7 @@ func TestSnippetsCompile(t *testing.T) {
 	overlay(genDir+"/pb/pb.go", pbSource)
 
 	bySnippet := make(map[string]snippet) // import path → snippet
-	var pkgs []string
+	pkgs := make(map[string][]string)     // module directory → its snippets' packages
 	for i, s := range all {
 		if s.skip != "" {
 			continue
@@ -267,11 +267,28 @@ func TestSnippetsCompile(t *testing.T) {
 				s.pos(), strings.ReplaceAll(err.Error(), root+string(filepath.Separator), ""))
 			continue
 		}
-		for _, f := range slices.Sorted(maps.Keys(g.files)) {
-			overlay(g.dir+"/"+f, g.files[f])
+		mod := snippetModule(root, s.code)
+		if mod == "" {
+			for _, f := range slices.Sorted(maps.Keys(g.files)) {
+				overlay(g.dir+"/"+f, g.files[f])
+			}
+			pkgs[""] = append(pkgs[""], "./"+g.dir)
+			bySnippet[module+"/internal/docsnippets/"+g.dir] = s
+			continue
 		}
-		pkgs = append(pkgs, "./"+g.dir)
-		bySnippet[module+"/internal/docsnippets/"+g.dir] = s
+		// A snippet of a nested module's package is built in that
+		// module, which requires the library's and the package's own
+		// dependencies.
+		dir := nestedGenDir + "/" + name
+		for _, f := range slices.Sorted(maps.Keys(g.files)) {
+			up, err := filepath.Rel(wd, filepath.Join(root, mod, filepath.FromSlash(dir)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			overlay(filepath.ToSlash(up)+"/"+f, g.files[f])
+		}
+		pkgs[mod] = append(pkgs[mod], "./"+dir)
+		bySnippet[module+"/"+mod+"/"+dir] = s
 	}
 	ov, err := json.Marshal(map[string]map[string]string{"Replace": replace})
 	if err != nil {
@@ -281,18 +298,50 @@ func TestSnippetsCompile(t *testing.T) {
 	if err := os.WriteFile(ovFile, ov, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", append([]string{"build", "-overlay", ovFile}, pkgs...)...)
-	out, err := cmd.CombinedOutput()
-	if err == nil {
-		return
+	for _, mod := range slices.Sorted(maps.Keys(pkgs)) {
+		cmd := exec.Command("go", append([]string{"build", "-overlay", ovFile}, pkgs[mod]...)...)
+		if mod != "" {
+			cmd.Dir = filepath.Join(root, mod)
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			reportBuild(t, root, wd, string(out), err, bySnippet)
+		}
 	}
+}
+
+// snippetModule returns the directory of the nested module whose package
+// a snippet imports (integrations/gooselock, say), or "" for a snippet of
+// the library's own module.
+func snippetModule(root, code string) string {
+	m := nestedImport.FindStringSubmatch(code)
+	if m == nil {
+		return ""
+	}
+	if _, err := os.Stat(filepath.Join(root, m[1], "go.mod")); err != nil {
+		return ""
+	}
+	return m[1]
+}
+
+// nestedImport finds an import of a package of a nested module.
+var nestedImport = regexp.MustCompile(`"` + regexp.QuoteMeta(module) + `/(integrations/[a-z0-9]+)`)
+
+// nestedGenDir is the directory, in a nested module, under which its
+// snippets' packages are laid out.
+const nestedGenDir = "docsnippetsgen"
+
+// reportBuild reports the errors of one go build of snippets, out, each
+// under its snippet's position, with paths relative to the module's root.
+func reportBuild(t *testing.T, root, wd, out string, err error, bySnippet map[string]snippet) {
+	t.Helper()
 
 	// Report each snippet's errors under its position, with paths relative
 	// to the module's root.
 	report := make(map[string][]string)
 	var order []string
 	current := ""
-	for line := range strings.Lines(string(out)) {
+	for line := range strings.Lines(out) {
 		line = strings.TrimRight(line, "\n")
 		if m := buildHeader.FindStringSubmatch(line); m != nil {
 			current = m[1]
