@@ -22,7 +22,13 @@ import (
 // ([DBForm]); one that took over a transaction the caller began passes
 // [TxForm]'s, which is Inline unless the transaction is an outer scope's.
 func Xact(ctx context.Context, tx *sql.Tx, owned bool, key sqltext.Key, fn func(context.Context, *sql.Tx) error, o *Options, f sqltext.Form) error {
-	t := SQLTx(tx)
+	return XactScope(ctx, SQLTx(tx), owned, key, func(ctx context.Context) error { return fn(ctx, tx) }, o, f)
+}
+
+// XactScope is [Xact] on t, a transaction of any front end: run calls the
+// caller's fn with the scope's context, on the front end's own
+// transaction. [ScopeTx] finds t again in that context.
+func XactScope(ctx context.Context, t Tx, owned bool, key sqltext.Key, run func(context.Context) error, o *Options, f sqltext.Form) error {
 	finished := false
 	defer func() {
 		// fn panicked or called runtime.Goexit: the panic goes on, with
@@ -43,13 +49,24 @@ func Xact(ctx context.Context, tx *sql.Tx, owned bool, key sqltext.Key, fn func(
 	}
 
 	s := &xactScope{tx: t, owned: true, form: f}
-	err = fn(context.WithValue(ctx, xactScopeKey{}, s), tx)
+	err = run(context.WithValue(ctx, xactScopeKey{}, s))
 	finished = true
 	err = end(ctx, t, s, err)
 	if h := o.Observed(); h != nil {
 		h.Released(ctx, "xact end", []sqltext.Key{key}, err)
 	}
 	return err
+}
+
+// ScopeTx returns the transaction of the transaction scope whose fn
+// received ctx, and the form of its lock calls, if ctx is such a context:
+// a front end's own [Tx], which it converts back to its driver's type.
+func ScopeTx(ctx context.Context) (Tx, sqltext.Form, bool) {
+	s, ok := ctx.Value(xactScopeKey{}).(*xactScope)
+	if !ok {
+		return nil, 0, false
+	}
+	return s.tx, s.form, true
 }
 
 // end ends a transaction scope whose fn returned err: the transaction
