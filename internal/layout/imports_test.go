@@ -57,7 +57,7 @@ var owners = map[string][]string{
 	"github.com/jmoiron/sqlx":        {"sqlxlock"},
 	"github.com/DATA-DOG/go-sqlmock": {"mock"},
 	"github.com/lib/pq":              {"pgtest", "examples/..."},
-	"github.com/jackc/pgx/v5":        {"pgtest", "examples/...", "cmd/..."},
+	"github.com/jackc/pgx/v5":        {"pgtest", "pgxlock", "examples/...", "cmd/..."},
 	"github.com/ory/dockertest/v3":   {"pgtest"},
 }
 
