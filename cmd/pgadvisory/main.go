@@ -11,6 +11,7 @@
 //	locks       list the advisory locks held and awaited
 //	key         print the keys a name maps to, and the SQL that takes them
 //	release     end the session that holds a lock
+//	serve       serve lock metrics and a page of who holds and who waits
 //
 // Use "pgadvisory help <command>" for more information about a command,
 // and "pgadvisory help connect" for how it finds the database. See
@@ -61,7 +62,7 @@ var topics = map[string]string{
 }
 
 func init() {
-	commands = []*command{cmdExec, cmdLocks, cmdKey, cmdRelease}
+	commands = []*command{cmdExec, cmdLocks, cmdKey, cmdRelease, cmdServe}
 }
 
 func main() {
