@@ -197,8 +197,8 @@ func setUpChain(t *testing.T, db *sql.DB) chainFixture {
 // screenshot of the page is kept. /metrics, read over HTTP, reports the
 // same locks, and SIGTERM stops the server cleanly.
 func TestServeChromium(t *testing.T) {
-	bin := chromium(t)
 	servers(t, func(t *testing.T, s *pgtest.Server) {
+		bin := chromium(t)
 		tg := pgtest.NewDatabase(t, pgtest.Target{Server: s, Driver: pgtest.DriverPGX, DB: s.Open(t, pgtest.DriverPGX)}, pgtest.UniqueName("serve-"))
 		f := setUpChain(t, tg.DB)
 		srv := startServe(t, cliEnv("DATABASE_URL="+tg.Server.DSN), "--refresh", "0")
