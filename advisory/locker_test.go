@@ -88,3 +88,36 @@ func TestLockerRefusesAnotherSession(t *testing.T) {
 		t.Fatalf("Acquire on another session = %v; want ErrSharedSession", err)
 	}
 }
+
+func TestLockerBeatsBetweenCountsProveTheMark(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, m := mock.New(t, exactSQL)
+	key := advisory.Int64Key(42)
+	expectCarrier(m)
+	m.ExpectExec(sqltext.CarrierTry(7, 9, false, sqltext.Key{Bigint: 42})).WillReturnResult(sqlmock.NewResult(0, 2))
+	// The first beat counts the locks; the next proves the session and
+	// its mark alone, reading no lock table, and finds the mark gone.
+	m.ExpectQuery(sqltext.CarrierCount(7, 9)).WillReturnRows(sqlmock.NewRows([]string{"count"}).AddRow(int64(1)))
+	m.ExpectQuery(sqltext.CarrierAlive(7, 9)).WillReturnRows(sqlmock.NewRows([]string{"alive"}).AddRow(int64(0)))
+	m.ExpectExec(sqltext.CarrierRelease(7, 9)).WillReturnResult(sqlmock.NewResult(0, 0))
+
+	lk, err := advisory.NewLocker(db, advisory.LockerConfig{MaxConns: 1, Heartbeat: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := lk.Acquire(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the lease on a session without its mark was not lost")
+	}
+	if err := l.Err(); !errors.Is(err, advisory.ErrLockLost) {
+		t.Fatalf("Err = %v; want ErrLockLost", err)
+	}
+	_ = l.Release(ctx)
+	_ = lk.Close(ctx)
+}

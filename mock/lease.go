@@ -88,7 +88,9 @@ type LeaseScope struct {
 	m       sqlmock.Sqlmock // nil when the helper reported a misuse
 	outcome LeaseOutcome
 	fencing bool
-	holds   string // the heartbeat statement
+	holds   string // the heartbeat statement that reads pg_locks
+	alive   string // the heartbeat statement of the beats between
+	beats   int    // heartbeats laid down
 	end     string // the release statement
 }
 
@@ -128,6 +130,7 @@ func ExpectAcquire(m sqlmock.Sqlmock, key advisory.Key, outcome LeaseOutcome, op
 		outcome: outcome,
 		fencing: o.Fencing,
 		holds:   sqltext.Holds(LeasePID, o.Shared, k, LeaseMark),
+		alive:   sqltext.Alive(LeasePID, LeaseMark),
 		end:     sqltext.LeaseEnd(LeasePID, LeaseMark, o.Shared, true, k),
 	}
 	s.Lock = expectLock(m, lock.Query, outcome == LeaseNotAcquired, outcome == LeaseFailed)
@@ -163,6 +166,7 @@ func ExpectWatch(m sqlmock.Sqlmock, key advisory.Key, outcome LeaseOutcome, cfg 
 		outcome: outcome,
 		fencing: o.Fencing,
 		holds:   sqltext.Holds(LeasePID, o.Shared, k, LeaseMark),
+		alive:   sqltext.Alive(LeasePID, LeaseMark),
 		end:     sqltext.LeaseEnd(LeasePID, LeaseMark, o.Shared, true, k),
 	}
 	if o.Fencing {
@@ -212,12 +216,26 @@ func (s *LeaseScope) answer() {
 //
 // A heartbeat must be answered within the heartbeat interval, or the
 // lease gives itself up; give the call under test an interval that a
-// loaded machine answers within, such as 100 milliseconds.
+// loaded machine answers within, such as 100 milliseconds. The first
+// heartbeat, and every twelfth after it, finds the lock in pg_locks; the
+// ones between prove the session and its mark: each call lays down the
+// statement of the next beat.
 func (s *LeaseScope) ExpectHeartbeat(held bool) *sqlmock.ExpectedExec {
 	if s.m == nil {
 		return detachedExec()
 	}
-	return expect(s.m, s.holds, count(held))
+	return expect(s.m, nextBeat(&s.beats, s.holds, s.alive), count(held))
+}
+
+// nextBeat returns the statement of the heartbeat after *beats of them,
+// holds or alive as the lease's heartbeat chooses, and counts it.
+func nextBeat(beats *int, holds, alive string) string {
+	stmt := alive
+	if *beats%scope.CountEvery == 0 {
+		stmt = holds
+	}
+	*beats++
+	return stmt
 }
 
 // ExpectRelease lays down the statement [advisory.Lease.Release] sends,

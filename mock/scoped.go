@@ -177,7 +177,9 @@ type SessionScope struct {
 
 	m     sqlmock.Sqlmock // nil when the helper reported a misuse
 	end   string
-	holds string // the heartbeat statement, under advisory.Heartbeat
+	holds string // the heartbeat statement that reads pg_locks, under advisory.Heartbeat
+	alive string // the heartbeat statement of the beats between
+	beats int    // heartbeats laid down
 }
 
 // ExpectHeartbeat lays down one heartbeat of a scope that runs under
@@ -193,7 +195,7 @@ func (s *SessionScope) ExpectHeartbeat(held bool) *sqlmock.ExpectedExec {
 		misuse(s.m, "mock: SessionScope.ExpectHeartbeat: only a scope under advisory.Heartbeat() sends heartbeats")
 		return detachedExec()
 	}
-	return expect(s.m, s.holds, count(held))
+	return expect(s.m, nextBeat(&s.beats, s.holds, s.alive), count(held))
 }
 
 // ExpectRelease lays down the statement that ends the scope (see
@@ -261,6 +263,7 @@ func expectSession(helper string, m sqlmock.Sqlmock, key advisory.Key, outcome S
 	s.Lock = expectLock(m, lock.Query, outcome == SessionNotAcquired, outcome == SessionFailed)
 	if o.Watched {
 		s.holds = sqltext.Holds(LeasePID, o.Shared, sqltext.KeyOf(key), LeaseMark)
+		s.alive = sqltext.Alive(LeasePID, LeaseMark)
 		if outcome == Release || outcome == SessionGranted {
 			s.Start = leaseStart(m, o, sqltext.KeyOf(key))
 		}

@@ -149,10 +149,17 @@ func (c *carrier) run(f func(ctx context.Context) error) error {
 	late := fmt.Errorf("%w within %v", errNoAnswer, c.m.interval)
 	stop := context.AfterFunc(ctx, func() { c.lose(late) })
 	err := f(ctx)
-	if !stop() && err == nil {
+	stopped := stop()
+	switch {
+	case !stopped && err == nil:
 		// The deadline passed, and the carrier is lost, whatever f
 		// got back.
 		err = late
+	case err != nil && ctx.Err() != nil:
+		// The driver gave the statement up at the deadline: no answer
+		// came in time, whatever error the driver made of it, so that
+		// the loss is undone from elsewhere (see teardown).
+		err = fmt.Errorf("%w: %w", late, err)
 	}
 	return err
 }
@@ -305,17 +312,36 @@ func (c *carrier) watch() {
 	}
 }
 
-// beat proves every lock on the carrier with one round trip, which counts
-// the locks the session holds. Only when some are missing does a second
-// statement find which, and only their leases are lost, once the turn is
-// given back.
+// CountEvery is how often, in beats, a heartbeat reads pg_locks to prove
+// each lock: a carrier's counts the locks its session holds
+// ([sqltext.CarrierCount]), a lease's finds its lock ([sqltext.Holds]).
+// The beats between prove the session and its mark alone
+// ([sqltext.CarrierAlive], [sqltext.Alive]), which costs the server the
+// same at any number of locks on it. The first beat reads pg_locks.
+const CountEvery = 12
+
+// beat proves the carrier with one round trip. Every CountEvery beats it
+// counts the locks the session holds: only when some are missing does a
+// second statement find which, and only their leases are lost, once the
+// turn is given back. The beats between prove that the session is the
+// carrier's own and bears its mark, which is what a live session needs to
+// keep its locks: reading pg_locks copies the whole server's lock table,
+// under every partition's lock, at a cost that grows with every lock on
+// the server (docs/locker.md).
 func (c *carrier) beat() {
 	if c.take(context.Background()) != nil {
 		return
 	}
+	c.m.mu.Lock()
+	count := c.beats%CountEvery == 0
+	c.m.mu.Unlock()
+	stmt := sqltext.CarrierAlive(c.pid, c.mark)
+	if count {
+		stmt = sqltext.CarrierCount(c.pid, c.mark)
+	}
 	var n int
 	err := c.run(func(ctx context.Context) error {
-		return c.conn.QueryRowContext(ctx, sqltext.CarrierCount(c.pid, c.mark)).Scan(&n)
+		return c.conn.QueryRowContext(ctx, stmt).Scan(&n)
 	})
 	c.m.mu.Lock()
 	c.beats++
@@ -326,6 +352,9 @@ func (c *carrier) beat() {
 		c.lose(FailKind("heartbeat", "", ErrSharedSession, errElsewhere))
 	case err != nil:
 		c.lose(fmt.Errorf("heartbeat: %w", err))
+	case !count && n == 0:
+		c.lose(errors.New("heartbeat: the session no longer bears its mark"))
+	case !count:
 	case n == 0 && len(c.locks) > 0:
 		c.lose(errors.New("heartbeat: the session no longer holds its locks"))
 	case n < len(c.locks):
@@ -425,6 +454,11 @@ func (c *carrier) close(ctx context.Context) error {
 			Discard(c.conn)
 		}
 		_ = c.conn.Close()
+		if errors.Is(err, errNoAnswer) {
+			// The release may have run just too late, or not at all:
+			// undo it from elsewhere, as after a heartbeat's.
+			c.reclaimFrom()
+		}
 	})
 	if err != nil {
 		return ctx.Err()

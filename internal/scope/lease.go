@@ -39,7 +39,8 @@ type Lease struct {
 	mark     int64 // the lease's mark on its session; see sqltext.LeaseStart
 	token    int64
 	interval time.Duration
-	holds    string // the heartbeat statement
+	holds    string // the heartbeat statement that reads pg_locks
+	alive    string // the heartbeat statement of the beats between
 
 	ctx    context.Context
 	cancel context.CancelCauseFunc
@@ -114,6 +115,7 @@ func StartLease(ctx context.Context, conn *sql.Conn, key sqltext.Key, o *Options
 	l.token = token.Int64
 	l.mark = mark.Int64
 	l.holds = sqltext.Holds(l.pid, o.Shared, key, l.mark)
+	l.alive = sqltext.Alive(l.pid, l.mark)
 	holdMark(conn, l.mark) // until discard or release: see guard.go
 	l.ctx, l.cancel = context.WithCancelCause(withOwnMark(context.WithoutCancel(ctx), l.mark))
 	l.stop, l.done = make(chan struct{}), make(chan struct{})
@@ -254,6 +256,14 @@ func (l *Lease) abandon() bool {
 // not answer in time, the loss is signalled at once, even though the
 // statement may go on until the driver gives it up.
 func (l *Lease) beat() error {
+	// Every CountEvery beats, the heartbeat finds the lock in pg_locks;
+	// the beats between prove the session and its mark.
+	l.mu.Lock()
+	stmt, count := l.alive, l.beats%CountEvery == 0
+	l.mu.Unlock()
+	if count {
+		stmt = l.holds
+	}
 	var n int64
 	var err error
 	rawErr := rawConn(l.conn, func(dc any) error {
@@ -270,7 +280,7 @@ func (l *Lease) beat() error {
 		})
 		defer late()
 		var res driver.Result
-		if res, err = ex.ExecContext(ctx, l.holds, nil); err == nil {
+		if res, err = ex.ExecContext(ctx, stmt, nil); err == nil {
 			n, err = res.RowsAffected()
 		}
 		l.mu.Lock()
@@ -292,6 +302,8 @@ func (l *Lease) beat() error {
 		return err
 	case n == sqltext.HoldsElsewhere:
 		return FailKind("heartbeat", l.key.String(), ErrSharedSession, errElsewhere)
+	case n != 1 && !count:
+		return errors.New("heartbeat: the session no longer bears the lease's mark")
 	case n != 1:
 		return errors.New("heartbeat: the session no longer holds the lock")
 	}

@@ -68,6 +68,22 @@ func Holds(pid int64, shared bool, key Key, mark int64) string {
 		" THEN 1 ELSE 0 END)"
 }
 
+// Alive returns the heartbeat of a lease between two of [Holds]: it
+// affects one row when it runs on backend pid, which still bears mark,
+// [HoldsElsewhere] rows on another backend, and none on pid without the
+// mark. It reads one setting and no lock table: a live session loses its
+// session lock only by an unlock statement sent on it, so [Holds], which
+// reads pg_locks, runs only every few beats.
+//
+//	SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN
+//	pg_catalog.pg_backend_pid() <> 4242 THEN 2 WHEN
+//	pg_catalog.current_setting('pgadvisory.lease', true) = '8177' THEN 1
+//	ELSE 0 END)
+func Alive(pid, mark int64) string {
+	return "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_backend_pid() <> " + strconv.FormatInt(pid, 10) +
+		" THEN 2 WHEN pg_catalog.current_setting('" + markSetting + "', true) = '" + strconv.FormatInt(mark, 10) + "' THEN 1 ELSE 0 END)"
+}
+
 // HoldsElsewhere is the answer of [Holds] that ran on another backend.
 const HoldsElsewhere = 2
 

@@ -127,6 +127,24 @@ func CarrierCount(pid, mark int64) string {
 		" THEN -1 ELSE (SELECT pg_catalog.count(*) FROM pg_catalog.pg_locks WHERE " + carrierHeld(pid, mark) + ") END"
 }
 
+// CarrierAlive returns the heartbeat of a carrier between two counts
+// ([CarrierCount]): one row, 1 when the statement ran on the carrier's own
+// session, which still bears its mark, 0 when on its backend without the
+// mark, and -1 on another backend (a transaction pooler routed it there).
+// It reads one setting and reads no lock table: a live session loses its
+// session locks only by an unlock statement sent on it, which no code but
+// the carrier's sends unless a pooler shares its backend, so the count
+// that proves each lock runs only every few beats. Its text is the same at
+// every beat.
+//
+//	SELECT CASE WHEN pg_catalog.pg_backend_pid() <> 4242 THEN -1 WHEN
+//	pg_catalog.current_setting('pgadvisory.lease', true) = '8177' THEN 1
+//	ELSE 0 END
+func CarrierAlive(pid, mark int64) string {
+	return "SELECT CASE WHEN pg_catalog.pg_backend_pid() <> " + strconv.FormatInt(pid, 10) +
+		" THEN -1 WHEN pg_catalog.current_setting('" + markSetting + "', true) = '" + strconv.FormatInt(mark, 10) + "' THEN 1 ELSE 0 END"
+}
+
 // CarrierRelease returns the statement that ends a carrier: on the
 // carrier's own session it releases every session lock and removes the
 // mark, so that the session can serve others; sent through a transaction

@@ -26,6 +26,8 @@ func TestCarrierStatements(t *testing.T) {
 		{"CarrierCount", sqltext.CarrierCount(7, 9),
 			"SELECT CASE WHEN pg_catalog.pg_backend_pid() <> 7 THEN -1 ELSE (SELECT pg_catalog.count(*) FROM pg_catalog.pg_locks " +
 				"WHERE locktype = 'advisory' AND granted AND pid = 7 AND " + ours + ") END"},
+		{"CarrierAlive", sqltext.CarrierAlive(7, 9),
+			"SELECT CASE WHEN pg_catalog.pg_backend_pid() <> 7 THEN -1 WHEN pg_catalog.current_setting('pgadvisory.lease', true) = '9' THEN 1 ELSE 0 END"},
 		{"CarrierRelease", sqltext.CarrierRelease(7, 9),
 			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN " + ours + " THEN CASE WHEN pg_catalog.pg_advisory_unlock_all() IS NULL " +
 				"OR pg_catalog.set_config('pgadvisory.lease', '', false) IS NULL THEN 1 ELSE 1 END " + reclaim7 + " ELSE 0 END)"},
@@ -49,6 +51,8 @@ func TestCarrierStatements(t *testing.T) {
 				strings.Replace(reclaim7, " THEN ", " AND EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = 7 AND "+
 					"classid = 0::pg_catalog.int8::pg_catalog.oid AND objid = 42::pg_catalog.int8::pg_catalog.oid AND objsubid = 1 AND mode = 'ExclusiveLock' AND granted) THEN ", 1) +
 				" ELSE 0 END + CASE WHEN pg_catalog.statement_timestamp() = pg_catalog.transaction_timestamp() THEN 0 ELSE 4 END)"},
+		{"Alive", sqltext.Alive(7, 9),
+			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_backend_pid() <> 7 THEN 2 WHEN pg_catalog.current_setting('pgadvisory.lease', true) = '9' THEN 1 ELSE 0 END)"},
 		{"Holds", sqltext.Holds(7, false, k, 9),
 			"SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_backend_pid() <> 7 THEN 2 WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_locks " +
 				"WHERE locktype = 'advisory' AND pid = 7 AND classid = 0::pg_catalog.int8::pg_catalog.oid AND objid = 42::pg_catalog.int8::pg_catalog.oid " +

@@ -77,6 +77,8 @@ var builders = []struct {
 	}},
 	{"CarrierUnlock", func(v variant) string { return sqltext.CarrierUnlock(4242, 8177, v.shared, v.keys[0]) }},
 	{"CarrierCount", func(variant) string { return sqltext.CarrierCount(4242, 8177) }},
+	{"CarrierAlive", func(variant) string { return sqltext.CarrierAlive(4242, 8177) }},
+	{"Alive", func(variant) string { return sqltext.Alive(4242, 8177) }},
 	{"CarrierHeld", func(variant) string { return sqltext.CarrierHeld(4242, 8177) }},
 	{"CarrierRelease", func(variant) string { return sqltext.CarrierRelease(4242, 8177) }},
 	{"CarrierReleaseFrom", func(variant) string { return sqltext.CarrierReleaseFrom(4242, 8177) }},
