@@ -119,7 +119,9 @@
 // backend, a restarted server or a broken network ends it, and its holder
 // learns of it only when it next uses the connection. [Acquire] returns a
 // [Lease], a session lock on a connection of its own with a heartbeat that
-// proves, every interval, that this backend still holds this key; its
+// proves, every interval, that this backend is still the lease's own
+// session, which keeps its lock (every twelfth beat also finds the lock in
+// pg_locks); its
 // [Lease.Context] is cancelled the moment the lock is lost or released.
 // [Heartbeat] makes [WithSessionLock] hold its lock the same way, and
 // [Fencing] gives each holder a token that only grows, so that a resource

@@ -13,7 +13,8 @@ import (
 
 // A Lease is a session lock that knows when it is lost: it holds the lock
 // on a connection of its own, and a heartbeat proves, every interval, that
-// this backend still holds this key. Its [Lease.Context] is cancelled the
+// this backend is still the lease\'s own session, which keeps
+// its lock (every twelfth beat also finds the lock in pg_locks). Its [Lease.Context] is cancelled the
 // moment the lease is lost or released, so work done under the lock stops
 // with it:
 //
