@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -77,6 +78,53 @@ type Observer struct {
 	lost         metric.Int64Counter
 	holds        *holds
 	now          func() time.Time
+	// sets caches the metrics' attribute sets by setKey: few, since
+	// their values are.
+	setsMu sync.RWMutex
+	sets   map[setKey]attribute.Set
+}
+
+// setKind is the instrument a metric attribute set is for.
+type setKind uint8
+
+const (
+	acquireSet setKind = iota // namespace, mode, level and outcome
+	holdSet                   // namespace, mode and level
+	lossSet                   // namespace
+)
+
+// setKey names a metric attribute set; namespace is "" for none.
+type setKey struct {
+	kind         setKind
+	namespace    string
+	shared, xact bool
+	outcome      advisory.Outcome
+}
+
+// metricSet returns the attribute set that k names, made once: the
+// values are few, so the sets are.
+func (o *Observer) metricSet(k setKey) attribute.Set {
+	o.setsMu.RLock()
+	s, ok := o.sets[k]
+	o.setsMu.RUnlock()
+	if ok {
+		return s
+	}
+	kvs := make([]attribute.KeyValue, 0, 4)
+	if k.namespace != "" {
+		kvs = append(kvs, NamespaceAttr.String(k.namespace))
+	}
+	if k.kind != lossSet {
+		kvs = append(kvs, mode(k.shared), level(k.xact))
+	}
+	if k.kind == acquireSet {
+		kvs = append(kvs, OutcomeAttr.String(k.outcome.String()))
+	}
+	s = attribute.NewSet(kvs...)
+	o.setsMu.Lock()
+	defer o.setsMu.Unlock()
+	o.sets[k] = s
+	return s
 }
 
 var _ advisory.Observer = (*Observer)(nil)
@@ -110,6 +158,7 @@ func New(opts ...Option) (*Observer, error) {
 		registry: o.registry,
 		holds:    newHolds(o.maxTracked),
 		now:      time.Now,
+		sets:     make(map[setKey]attribute.Set),
 	}
 	meter := o.meterProvider.Meter(ScopeName,
 		metric.WithInstrumentationVersion(v), metric.WithSchemaURL(semconv.SchemaURL))
@@ -160,26 +209,27 @@ func (o *Observer) ObserveAcquire(ctx context.Context, a advisory.Acquisition) {
 		o.holds.acquired(a.Keys, a.Xact, a.Shared, end)
 	}
 	ns, hasNS := o.namespaceOf(a.Keys)
-	var m [4]attribute.KeyValue
-	n := 0
-	if hasNS {
-		m[n] = NamespaceAttr.String(ns)
-		n++
-	}
-	m[n], m[n+1], m[n+2] = mode(a.Shared), level(a.Xact), OutcomeAttr.String(a.Outcome.String())
-	set := attribute.NewSet(m[:n+3]...)
-	o.wait.Record(ctx, a.Wait.Seconds(), metric.WithAttributeSet(set))
-	o.acquisitions.Add(ctx, 1, metric.WithAttributeSet(set))
+	set := metric.WithAttributeSet(o.metricSet(setKey{kind: acquireSet, namespace: ns, shared: a.Shared, xact: a.Xact, outcome: a.Outcome}))
+	o.wait.Record(ctx, a.Wait.Seconds(), set)
+	o.acquisitions.Add(ctx, 1, set)
 
-	attrs := make([]attribute.KeyValue, 0, 10)
-	attrs = append(attrs, semconv.DBSystemNamePostgreSQL, semconv.DBOperationName(a.Op))
-	attrs = keyAttrs(attrs, a.Keys)
-	attrs = append(attrs, m[:n+3]...)
-	attrs = errAttrs(attrs, a.Err)
+	// A sampler sees the system and the operation; the rest is made
+	// only for a span that records.
 	_, span := o.tracer.Start(ctx, AcquireSpan,
 		trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithTimestamp(end.Add(-a.Wait)),
-		trace.WithAttributes(attrs...))
+		trace.WithAttributes(semconv.DBSystemNamePostgreSQL, semconv.DBOperationName(a.Op)))
+	if !span.IsRecording() {
+		span.End(trace.WithTimestamp(end))
+		return
+	}
+	attrs := make([]attribute.KeyValue, 0, 8)
+	attrs = keyAttrs(attrs, a.Keys)
+	if hasNS {
+		attrs = append(attrs, NamespaceAttr.String(ns))
+	}
+	attrs = append(attrs, mode(a.Shared), level(a.Xact), OutcomeAttr.String(a.Outcome.String()))
+	span.SetAttributes(errAttrs(attrs, a.Err)...)
 	if a.Outcome == advisory.Failed || a.Outcome == advisory.Deadlocked {
 		err := a.Err
 		if err == nil {
@@ -216,15 +266,9 @@ func (o *Observer) ObserveRelease(ctx context.Context, r advisory.Release) {
 		if r.Err != nil {
 			continue
 		}
-		ns, hasNS := o.namespaceOf([]advisory.Key{k})
-		var m [3]attribute.KeyValue
-		n := 0
-		if hasNS {
-			m[n] = NamespaceAttr.String(ns)
-			n++
-		}
-		m[n], m[n+1] = mode(acq.hk.shared), level(xact)
-		o.hold.Record(ctx, now.Sub(acq.at).Seconds(), metric.WithAttributeSet(attribute.NewSet(m[:n+2]...)))
+		ns, _ := o.namespaceOf([]advisory.Key{k})
+		set := o.metricSet(setKey{kind: holdSet, namespace: ns, shared: acq.hk.shared, xact: xact})
+		o.hold.Record(ctx, now.Sub(acq.at).Seconds(), metric.WithAttributeSet(set))
 	}
 
 	span := trace.SpanFromContext(ctx)
@@ -253,11 +297,7 @@ func (o *Observer) ObserveLoss(ctx context.Context, l advisory.Loss) {
 	keys := []advisory.Key{l.Key}
 	acq, tracked := o.holds.released(l.Key, false, false, false)
 	ns, hasNS := o.namespaceOf(keys)
-	if hasNS {
-		o.lost.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(NamespaceAttr.String(ns))))
-	} else {
-		o.lost.Add(ctx, 1)
-	}
+	o.lost.Add(ctx, 1, metric.WithAttributeSet(o.metricSet(setKey{kind: lossSet, namespace: ns})))
 
 	attrs := make([]attribute.KeyValue, 0, 8)
 	attrs = append(attrs, semconv.DBSystemNamePostgreSQL)
@@ -286,6 +326,10 @@ func (o *Observer) ObserveLoss(ctx context.Context, l advisory.Loss) {
 func (o *Observer) namespaceOf(keys []advisory.Key) (string, bool) {
 	name := ""
 	for i, k := range keys {
+		if !k.IsPair() {
+			// Only pair keys belong to a namespace.
+			return "", false
+		}
 		ns, ok := o.registry.Lookup(k)
 		if !ok || (i > 0 && ns.Name != name) {
 			return "", false
