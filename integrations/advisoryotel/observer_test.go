@@ -740,3 +740,36 @@ func TestConcurrentUse(t *testing.T) {
 		t.Errorf("%d acquire spans; want %d", got, goroutines*rounds)
 	}
 }
+
+// TestUnsampled checks that a span the sampler drops costs no more than
+// its start, and that the metrics are recorded all the same; the sampler
+// sees the system and the operation.
+func TestUnsampled(t *testing.T) {
+	t.Parallel()
+	var seen []attribute.KeyValue
+	sampler := samplerFunc(func(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+		seen = p.Attributes
+		return sdktrace.SamplingResult{Decision: sdktrace.Drop}
+	})
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sampler), sdktrace.WithSpanProcessor(sr))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	h := newHarness(t, advisoryotel.WithTracerProvider(tp))
+	h.obs.ObserveAcquire(context.Background(), advisory.Acquisition{Op: "try lock", Keys: []advisory.Key{advisory.Int64Key(1)}, Outcome: advisory.Busy})
+	if got := sr.Ended(); len(got) != 0 {
+		t.Errorf("%d spans recorded; want none, the sampler dropped them", len(got))
+	}
+	want := []attribute.KeyValue{attribute.String("db.system.name", "postgresql"), attribute.String("db.operation.name", "try lock")}
+	if len(seen) != len(want) || seen[0] != want[0] || seen[1] != want[1] {
+		t.Errorf("the sampler saw %v; want %v", seen, want)
+	}
+	if got := h.counts(t, advisoryotel.AcquisitionsMetric); len(got) != 1 {
+		t.Errorf("%s = %v; want the one acquisition", advisoryotel.AcquisitionsMetric, got)
+	}
+}
+
+// samplerFunc is a sampler made of a function.
+type samplerFunc func(sdktrace.SamplingParameters) sdktrace.SamplingResult
+
+func (f samplerFunc) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult { return f(p) }
+func (samplerFunc) Description() string                                                  { return "samplerFunc" }
