@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/pgtest"
 	"github.com/pgadvisory/pgadvisory/pgxlock"
@@ -173,6 +174,36 @@ func TestRoundTrips(t *testing.T) {
 						})
 					}
 				}
+
+				// The scope on a pool of one connection: BEGIN, the
+				// lock, COMMIT. pgxpool pings a connection idle for more
+				// than a second when it hands it out; this pool does not,
+				// so that the count does not depend on the machine's
+				// speed.
+				t.Run("WithXactLock", func(t *testing.T) {
+					pcfg, err := pgxpool.ParseConfig(p.DSN())
+					if err != nil {
+						t.Fatal(err)
+					}
+					pcfg.ConnConfig.DefaultQueryExecMode = m.mode
+					pcfg.MaxConns = 1
+					pcfg.ShouldPing = func(context.Context, pgxpool.ShouldPingParams) bool { return false }
+					pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer pool.Close()
+					fn := func(context.Context, pgx.Tx) error { return nil }
+					if err := pgxlock.WithXactLock(ctx, pool, randomKey(), fn); err != nil { // warm up
+						t.Fatal(err)
+					}
+					for _, kind := range keyKinds {
+						measure(t, p, m.argTrips+2, func() func() error {
+							k := kind.fresh()
+							return func() error { return pgxlock.WithXactLock(ctx, pool, k, fn) }
+						})
+					}
+				})
 
 				// The scope on a transaction the caller began: the lock,
 				// then COMMIT, which has no arguments.
