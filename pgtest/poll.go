@@ -163,6 +163,29 @@ func AwaitFree(tb testing.TB, db *sql.DB, key Key) {
 	}
 }
 
+// AwaitHolder returns the pid of the session that holds key, once one
+// does, and fails tb if none does within [PollTimeout].
+func AwaitHolder(tb testing.TB, db *sql.DB, key Key) int {
+	tb.Helper()
+	var last []Lock
+	pid := 0
+	err := Poll(pollInterval, func() (bool, error) {
+		var err error
+		last, err = LocksOf(context.Background(), db, key)
+		for _, l := range last {
+			if l.Granted {
+				pid = l.PID
+				return true, err
+			}
+		}
+		return false, err
+	})
+	if err != nil {
+		tb.Fatalf("pgtest: no session holds key %v: %v (pg_locks shows %v)", key, err, last)
+	}
+	return pid
+}
+
 // AwaitWaiting returns once some session waits for key, not yet granted,
 // and fails tb if none does within [PollTimeout].
 func AwaitWaiting(tb testing.TB, db *sql.DB, key Key) {

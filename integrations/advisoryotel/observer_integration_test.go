@@ -364,7 +364,7 @@ func testLeaseLost(t *testing.T, db *sql.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pid := holder(t, db, key)
+	pid := pgtest.AwaitHolder(t, db, key)
 	pgtest.Exec(t, db, "SELECT pg_catalog.pg_terminate_backend($1)", pid)
 	select {
 	case <-n.lost:
@@ -397,23 +397,6 @@ func testLeaseLost(t *testing.T, db *sql.DB) {
 	if s, x := advisoryotel.Tracked(h.obs); s != 0 || x != 0 {
 		t.Errorf("%d and %d grants left remembered; want none", s, x)
 	}
-}
-
-// holder returns the pid of the session that holds key, once one does.
-func holder(t *testing.T, db *sql.DB, key advisory.Key) int {
-	t.Helper()
-	var pid int
-	pgtest.Await(t, "a session to hold the key", func() (bool, error) {
-		locks, err := pgtest.LocksOf(context.Background(), db, key)
-		for _, l := range locks {
-			if l.Granted {
-				pid = l.PID
-				return true, err
-			}
-		}
-		return false, err
-	})
-	return pid
 }
 
 // TestSetObserverIntegration installs the observer with

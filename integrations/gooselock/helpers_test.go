@@ -1,7 +1,6 @@
 package gooselock_test
 
 import (
-	"context"
 	"database/sql"
 	"errors"
 	"io/fs"
@@ -95,23 +94,6 @@ func holdGate(t *testing.T, db *sql.DB) (release func()) {
 		t.Helper()
 		pgtest.Exec(t, conn, "SELECT pg_catalog.pg_advisory_unlock($1)", gateKey)
 	}
-}
-
-// holder returns the pid of the session that holds key, once one does.
-func holder(t *testing.T, db *sql.DB, key pgtest.Key) int {
-	t.Helper()
-	var pid int
-	pgtest.Await(t, "a session to hold the key", func() (bool, error) {
-		locks, err := pgtest.LocksOf(context.Background(), db, key)
-		for _, l := range locks {
-			if l.Granted {
-				pid = l.PID
-				return true, err
-			}
-		}
-		return false, err
-	})
-	return pid
 }
 
 // versionCounts returns how often goose's version table records each

@@ -39,7 +39,7 @@ func TestLeaseLostIntegration(t *testing.T) {
 					done <- err
 				}()
 				pgtest.AwaitWaiting(t, d.DB, advisory.Int64Key(gateKey))
-				pid := holder(t, d.DB, gooselock.DefaultKey)
+				pid := pgtest.AwaitHolder(t, d.DB, gooselock.DefaultKey)
 				pgtest.Exec(t, d.DB, "SELECT pg_catalog.pg_terminate_backend($1)", pid)
 
 				var err error

@@ -49,7 +49,7 @@ func TestTwoProvidersRaceIntegration(t *testing.T) {
 				// other waits for the lock.
 				pgtest.AwaitWaiting(t, d.DB, gooselock.DefaultKey)
 				pgtest.AwaitWaiting(t, d.DB, advisory.Int64Key(gateKey))
-				winnerPID := holder(t, d.DB, gooselock.DefaultKey)
+				winnerPID := pgtest.AwaitHolder(t, d.DB, gooselock.DefaultKey)
 				open()
 
 				applied := map[int]int{}

@@ -58,7 +58,7 @@ func TestPostgresKeyIntegration(t *testing.T) {
 		if err := inner.Lock(); err != nil {
 			t.Fatal(err)
 		}
-		holder(t, d.DB, k)
+		pgtest.AwaitHolder(t, d.DB, k)
 		if err := inner.Unlock(); err != nil {
 			t.Fatal(err)
 		}

@@ -33,7 +33,7 @@ func TestLeaseLostIntegration(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- m.Up() }()
 		pgtest.AwaitWaiting(t, d.DB, advisory.Int64Key(gateKey))
-		pid := holder(t, d.DB, key)
+		pid := pgtest.AwaitHolder(t, d.DB, key)
 		pgtest.Exec(t, d.DB, "SELECT pg_catalog.pg_terminate_backend($1)", pid)
 		select {
 		case err := <-lost:
