@@ -1,9 +1,6 @@
 package sqltext
 
-import (
-	"strconv"
-	"strings"
-)
+import "strconv"
 
 // The statements of a multiplexed locker, whose connections (carriers)
 // each hold many leases. A carrier is known by its backend's pid and the
@@ -183,7 +180,7 @@ func reclaimHolding(pid int64, held string) string {
 	if held == "" {
 		held = "locktype = 'advisory' AND granted AND pid = " + strconv.FormatInt(pid, 10)
 	}
-	return strings.Replace(reclaim(pid), " THEN ", " AND EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE "+held+") THEN ", 1)
+	return reclaimIf(pid, " AND EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE "+held+")")
 }
 
 // releaseAll is the CASE branch that releases every session lock and
@@ -200,12 +197,15 @@ const clearMark = "pg_catalog.set_config('" + markSetting + "', '', false)"
 // sessions, which bears the lease's mark and may hold its locks. The
 // check keeps a pid that the server has since given to an unrelated
 // session from being ended.
-func reclaim(pid int64) string {
+func reclaim(pid int64) string { return reclaimIf(pid, "") }
+
+// reclaimIf is [reclaim] with more conditions, also, on the backend to end.
+func reclaimIf(pid int64, also string) string {
 	p := strconv.FormatInt(pid, 10)
 	return " WHEN pg_catalog.pg_backend_pid() <> " + p +
 		" AND EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity AS a, pg_catalog.pg_stat_activity AS me WHERE a.pid = " + p +
 		" AND me.pid = pg_catalog.pg_backend_pid() AND a.datid = me.datid AND a.usesysid = me.usesysid" +
-		" AND a.client_addr IS NOT DISTINCT FROM me.client_addr)" +
+		" AND a.client_addr IS NOT DISTINCT FROM me.client_addr)" + also +
 		" THEN CASE WHEN pg_catalog.pg_terminate_backend(" + p + ") THEN 2 ELSE 0 END"
 }
 
