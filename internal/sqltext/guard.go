@@ -38,14 +38,6 @@ var Guarded = Guard{}
 // none, takes the lock.
 func OwnMark(mark int64) Guard { return Guard{own: true, mark: mark} }
 
-// String names the guard, for tests.
-func (g Guard) String() string {
-	if g.own {
-		return "OwnMark(" + strconv.FormatInt(g.mark, 10) + ")"
-	}
-	return "Guarded"
-}
-
 // The SQLSTATEs a guarded statement fails with when it refuses. Each is
 // raised by a call that can raise nothing else there: lock_timeout set to
 // -1 (invalid_parameter_value), and a setting with no such name
