@@ -445,8 +445,7 @@ func (l *Lease) end(ctx context.Context) error {
 	case err == nil && n&sqltext.EndTxOpen != 0, SQLState(err) == "25P02":
 		// A transaction is open on conn (Watch took over a conn with
 		// one): end the session under it, as a session scope does.
-		e := sessionEnd{conn: l.conn, key: l.key, o: &l.o, owned: l.owned, cancelFn: func() {}}
-		e.closeUnderTx()
+		(*sqlConn)(l.conn).CloseUnderTx(l.owned)
 		err = FailKind(op, keys, errTxLeftOpen, err)
 	case err != nil:
 		l.discard()

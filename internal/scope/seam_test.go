@@ -3,6 +3,7 @@ package scope
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
@@ -19,11 +20,13 @@ type fakeSession struct {
 	discarded bool
 	committed bool
 	rolled    bool
+	closed    bool
+	underTx   bool
 }
 
 var (
-	_ Session = (*fakeSession)(nil)
-	_ Tx      = (*fakeSession)(nil)
+	_ ScopeSession = (*fakeSession)(nil)
+	_ Tx           = (*fakeSession)(nil)
 )
 
 func (f *fakeSession) Exec(_ context.Context, query string, _ ...any) (int64, error) {
@@ -38,6 +41,8 @@ func (f *fakeSession) QueryRow(_ context.Context, query string, _ ...any) Row {
 
 func (f *fakeSession) Engine(context.Context) (*Engine, error) { return f.engine, nil }
 func (f *fakeSession) Discard()                                { f.discarded = true }
+func (f *fakeSession) Close()                                  { f.closed = true }
+func (f *fakeSession) CloseUnderTx(bool)                       { f.underTx = true }
 func (f *fakeSession) Commit(context.Context) error            { f.committed = true; return nil }
 func (f *fakeSession) Rollback(context.Context) error          { f.rolled = true; return nil }
 
@@ -127,5 +132,54 @@ func TestSQLConnOfNil(t *testing.T) {
 	}
 	if _, err := Take(context.Background(), nil, SQLConn(nil), "lock", nil, &Options{}, sqltext.Inline); !errors.Is(err, ErrNilConn) {
 		t.Errorf("Take on a nil conn = %v; want ErrNilConn", err)
+	}
+}
+
+// TestSeamSessionScope checks a session scope on the seam: fn runs only
+// under the lock, the scope ends with one statement, and a session the
+// scope took is given back, discarded only when in doubt.
+func TestSeamSessionScope(t *testing.T) {
+	t.Parallel()
+	errFn := errors.New("fn failed")
+	tests := []struct {
+		name        string
+		rows        int64
+		try         bool
+		fnErr       error
+		wantErr     error
+		wantRan     bool
+		wantDiscard bool
+	}{
+		{name: "Runs", rows: 1, wantRan: true},
+		{name: "FnFails", rows: 1, fnErr: errFn, wantErr: errFn, wantRan: true},
+		{name: "TryFindsBusy", rows: 0, try: true, wantErr: ErrNotAcquired},
+	}
+	for _, tt := range tests {
+		for _, owned := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/owned=%v", tt.name, owned), func(t *testing.T) {
+				t.Parallel()
+				f := &fakeSession{rows: tt.rows}
+				ran := false
+				err := SessionScopeOn(context.Background(), f, sqltext.Key{Bigint: 42}, func(context.Context) error {
+					ran = true
+					return tt.fnErr
+				}, &Options{Try: tt.try}, owned, sqltext.Params, nil)
+				switch {
+				case tt.wantErr == nil && err != nil, tt.wantErr != nil && !errors.Is(err, tt.wantErr):
+					t.Errorf("SessionScopeOn = %v; want %v", err, tt.wantErr)
+				case ran != tt.wantRan:
+					t.Errorf("fn ran: %v; want %v", ran, tt.wantRan)
+				case f.closed != owned:
+					t.Errorf("closed: %v; want %v (owned)", f.closed, owned)
+				case f.discarded != tt.wantDiscard:
+					t.Errorf("discarded: %v; want %v", f.discarded, tt.wantDiscard)
+				case f.underTx:
+					t.Error("closed under a transaction that fn did not leave open")
+				}
+				if tt.wantRan && len(f.sent) != 2 {
+					t.Errorf("sent %d statements (%q); want the lock and the end", len(f.sent), f.sent)
+				}
+			})
+		}
 	}
 }

@@ -3,18 +3,30 @@ package scope
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
-	"sync"
 
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 )
+
+// A ScopeSession is the session of a session scope: a [Session] that the
+// scope can also give back and close under a transaction fn left open.
+type ScopeSession interface {
+	Session
+	// Close gives back a session the scope took for itself (owned), to
+	// its pool unless it was discarded.
+	Close()
+	// CloseUnderTx ends the server session at once, though a transaction
+	// fn began on it is still open, which may never end; owned says
+	// whether the scope took the session for itself.
+	CloseUnderTx(owned bool)
+}
 
 // SessionScope runs a session scope on conn: it takes key as o says, runs fn
 // with a context that ends when fn returns, and ends the scope with one
 // statement that releases key (every session lock, when owned) and finds
 // out whether fn left a transaction open. When owned, the scope took conn
 // for itself and closes it at the end, which returns the session to the
-// pool unless it was discarded.
+// pool unless it was discarded. With a heartbeat (o.Watched), the scope
+// holds its lock as a lease, and a loss ends fn's context.
 //
 // The scope reports success only when fn returned nil and key was still
 // held when fn returned, so fn ran under the lock for its whole length. A
@@ -22,26 +34,37 @@ import (
 // session still answers.
 func SessionScope(ctx context.Context, conn *sql.Conn, key sqltext.Key, fn func(context.Context, *sql.Conn) error, o *Options, owned bool) error {
 	form := ConnForm(conn) // conn's driver, through Raw: a scope's conn and a caller's alike
-	s := SQLConn(conn)
+	var lease func(context.Context) (*Lease, error)
+	if o.Watched {
+		lease = func(ctx context.Context) (*Lease, error) {
+			lo := *o
+			lo.Fencing = false // a scope has no use for a token
+			return StartLease(ctx, conn, key, &lo, form, owned)
+		}
+	}
+	return SessionScopeOn(ctx, (*sqlConn)(conn), key, func(ctx context.Context) error { return fn(ctx, conn) }, o, owned, form, lease)
+}
+
+// SessionScopeOn is [SessionScope] on any front end's session s, its
+// statements in form f. lease, when not nil, starts the lease that holds
+// the scope's lock once it is taken; a front end whose sessions cannot
+// carry a heartbeat beside fn's own statements passes nil.
+func SessionScopeOn(ctx context.Context, s ScopeSession, key sqltext.Key, fn func(context.Context) error, o *Options, owned bool, f sqltext.Form, lease func(context.Context) (*Lease, error)) error {
 	op := o.LockOp(false)
-	acquired, err := Take(ctx, o.Observed(), s, op, []sqltext.Key{key}, o, form)
+	acquired, err := Take(ctx, o.Observed(), s, op, []sqltext.Key{key}, o, f)
 	if err == nil && o.Try && !acquired {
 		err = FailKind(op, key.String(), ErrNotAcquired, nil)
 	}
 	if err != nil {
 		if owned {
-			_ = conn.Close()
+			s.Close()
 		}
 		return err
 	}
 
-	// With a heartbeat, the scope holds its lock as a lease, and a loss
-	// ends fn's context.
-	var lease *Lease
-	if o.Watched {
-		lo := *o
-		lo.Fencing = false // a scope has no use for a token
-		if lease, err = StartLease(ctx, conn, key, &lo, form, owned); err != nil {
+	var l *Lease
+	if lease != nil {
+		if l, err = lease(ctx); err != nil {
 			return err
 		}
 	}
@@ -50,19 +73,19 @@ func SessionScope(ctx context.Context, conn *sql.Conn, key sqltext.Key, fn func(
 	// a transaction fn began on it and left open.
 	fnCtx, cancelFn := context.WithCancel(ctx)
 	defer cancelFn()
-	if lease != nil {
-		defer context.AfterFunc(lease.Context(), cancelFn)()
-		fnCtx = withOwnMark(fnCtx, lease.mark)
+	if l != nil {
+		defer context.AfterFunc(l.Context(), cancelFn)()
+		fnCtx = withOwnMark(fnCtx, l.mark)
 	}
-	e := sessionEnd{conn: conn, s: s, key: key, o: o, owned: owned, cancelFn: cancelFn}
-	if lease != nil {
-		e.pid, e.mark = lease.pid, lease.mark
+	e := sessionEnd{s: s, key: key, o: o, owned: owned, cancelFn: cancelFn}
+	if l != nil {
+		e.pid, e.mark = l.pid, l.mark
 	}
 	end := func(discard bool) error {
-		if lease == nil {
+		if l == nil {
 			return e.run(ctx, discard)
 		}
-		return lease.End(ctx, func(context.Context) error { return e.run(ctx, discard) })
+		return l.End(ctx, func(context.Context) error { return e.run(ctx, discard) })
 	}
 	finished := false
 	defer func() {
@@ -72,7 +95,7 @@ func SessionScope(ctx context.Context, conn *sql.Conn, key sqltext.Key, fn func(
 			_ = end(true)
 		}
 	}()
-	fnErr := fn(fnCtx, conn)
+	fnErr := fn(fnCtx)
 	finished = true
 	// A context that ended while fn ran may have dropped the session, or
 	// left a cancel in flight that could hit its next user.
@@ -81,8 +104,7 @@ func SessionScope(ctx context.Context, conn *sql.Conn, key sqltext.Key, fn func(
 
 // sessionEnd ends a session scope.
 type sessionEnd struct {
-	conn     *sql.Conn // fn's, and the lease's
-	s        Session   // conn's, for the statement that ends the scope
+	s        ScopeSession // fn's, and the lease's
 	key      sqltext.Key
 	o        *Options
 	owned    bool
@@ -115,7 +137,7 @@ func (e *sessionEnd) run(ctx context.Context, discard bool) error {
 	var txOpen bool
 	n, txOpen = e.answer(n, err)
 	if txOpen {
-		e.closeUnderTx()
+		e.s.CloseUnderTx(e.owned)
 	}
 	// Only now end fn's context: the statement above must still see a
 	// transaction fn left open on it, and database/sql rolls that back
@@ -192,41 +214,9 @@ func (e *sessionEnd) end(n int64, err error, txOpen bool, op, keys string, disca
 	return FailKind(op, keys, ErrLockLost, err)
 }
 
-// closeUnderTx ends the session under a transaction fn left open on conn,
-// before fn's context ends: database/sql cannot close the connection until
-// that transaction ends, which may be never, and in a failed transaction
-// the release did not run. It must run while the transaction is still
-// open, since database/sql may close conn once it ends, and a Raw call
-// that races a Conn's close makes database/sql panic.
-//
-// A conn the caller owns is the caller's to close; its driver connection
-// is closed here. A conn the scope owns is discarded as well: a goroutine
-// closes the driver connection through Raw and reports it bad, and
-// database/sql closes conn once the transaction ends. closeUnderTx waits
-// until that goroutine is inside Raw, past the point where a close could
-// race it.
-func (e *sessionEnd) closeUnderTx() {
-	if !e.owned {
-		CloseDriverConn(e.conn)
-		return
-	}
-	inside := make(chan struct{})
-	var once sync.Once
-	signal := func() { once.Do(func() { close(inside) }) }
-	go func() {
-		defer signal() // Raw failed before calling back
-		_ = e.conn.Raw(func(dc any) error {
-			closeDriverConn(dc)
-			signal()
-			return driver.ErrBadConn // conn is closed once the transaction ends
-		})
-	}()
-	<-inside
-}
-
-// close closes a connection the scope owns.
+// close gives back a session the scope owns.
 func (e *sessionEnd) close() {
 	if e.owned {
-		_ = e.conn.Close()
+		e.s.Close()
 	}
 }

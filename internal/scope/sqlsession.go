@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"reflect"
+	"sync"
 	"time"
 )
 
@@ -20,8 +21,8 @@ type (
 
 // Compile-time checks that the adapters implement the seam.
 var (
-	_ Session = (*sqlConn)(nil)
-	_ Tx      = (*sqlTx)(nil)
+	_ ScopeSession = (*sqlConn)(nil)
+	_ Tx           = (*sqlTx)(nil)
 )
 
 // SQLConn returns the [Session] of conn, or nil when conn is nil. Each
@@ -76,6 +77,44 @@ func (c *sqlConn) Engine(ctx context.Context) (*Engine, error) {
 
 // Discard closes the conn's session; see [Discard].
 func (c *sqlConn) Discard() { Discard((*sql.Conn)(c)) }
+
+// Close closes the conn, which returns its session to the pool unless
+// it was discarded.
+func (c *sqlConn) Close() { _ = (*sql.Conn)(c).Close() }
+
+// CloseUnderTx ends the session under a transaction fn left open on the
+// conn, before fn's context ends: database/sql cannot close the
+// connection until that transaction ends, which may be never, and in a
+// failed transaction the release did not run. It must run while the
+// transaction is still open, since database/sql may close the conn once
+// it ends, and a Raw call that races a Conn's close makes database/sql
+// panic.
+//
+// A conn the caller owns is the caller's to close; its driver connection
+// is closed here. A conn the scope owns is discarded as well: a goroutine
+// closes the driver connection through Raw and reports it bad, and
+// database/sql closes the conn once the transaction ends. CloseUnderTx
+// waits until that goroutine is inside Raw, past the point where a close
+// could race it.
+func (c *sqlConn) CloseUnderTx(owned bool) {
+	conn := (*sql.Conn)(c)
+	if !owned {
+		CloseDriverConn(conn)
+		return
+	}
+	inside := make(chan struct{})
+	var once sync.Once
+	signal := func() { once.Do(func() { close(inside) }) }
+	go func() {
+		defer signal() // Raw failed before calling back
+		_ = conn.Raw(func(dc any) error {
+			closeDriverConn(dc)
+			signal()
+			return driver.ErrBadConn // conn is closed once the transaction ends
+		})
+	}()
+	<-inside
+}
 
 // Exec runs query in the transaction, watched.
 func (t *sqlTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
