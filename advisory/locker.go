@@ -29,8 +29,9 @@ import (
 // # Costs
 //
 // One heartbeat per connection proves every lease on it: one round trip
-// that counts the locks the session holds (a second one, only when some
-// are missing, finds which). A try costs one round trip on a connection,
+// that proves the session and its mark, and on the first beat and every
+// twelfth counts the locks the session holds (a second one, only when
+// some are missing, finds which). A try costs one round trip on a connection,
 // and a release one; opening a connection, for the first acquisitions,
 // costs one more. Statements on a connection are serialised, without a
 // goroutine per lease: the leases on one connection share its round
@@ -72,12 +73,40 @@ type Locker struct {
 }
 
 // A LockerConfig says how a [Locker] holds its leases. Its zero value
-// holds them on at most 4 connections, each proved by a heartbeat every 5
-// seconds, observed by the observer of [SetObserver].
+// holds them on at most 4 connections, a new connection opening for new
+// keys once each holds 1,000, each proved by a heartbeat every 5 seconds,
+// observed by the observer of [SetObserver].
+//
+// # Connections and the cost per key
+//
+// Every statement on a connection costs the server more the more locks
+// its session holds: at the end of each transaction, which every
+// statement of a Locker is, PostgreSQL walks the session's local lock
+// table, about 0.07 µs a lock. So a connection carries up to
+// KeysPerConn leases (1,000) before the Locker opens another, within
+// MaxConns, and the cost of a key stays that of the first thousand. The
+// default MaxConns of 4 holds 4,000 leases at that cost; beyond it the
+// leases spread evenly over the MaxConns connections, and every
+// acquisition and release costs more with the leases each carries: at
+// 100,000 leases on 4 connections, about 25,000 a connection, several
+// times as much as at 1,000 (docs/locker.md gives the curve). To hold n
+// leases at the cost of the first thousand, set MaxConns to n/1,000 (100
+// for 100,000), and leave room for it in db's SetMaxOpenConns and in the
+// server's max_connections. The first 4 connections open as soon as each
+// holds a lease, and any other while every open one is busy with a
+// statement, so a Locker under heavy concurrency may open up to MaxConns
+// with fewer leases.
 type LockerConfig struct {
 	// MaxConns is how many connections the Locker holds its leases on,
-	// at most; 0 is the default of 4.
+	// at most; 0 is the default of 4, which holds 4,000 leases at the
+	// cost per key of the first thousand.
 	MaxConns int
+	// KeysPerConn is how many leases a connection carries before the
+	// Locker opens another for new keys, while fewer than MaxConns are
+	// open; 0 is the default of 1,000. It is a bound on when to open,
+	// not on what a connection holds: with MaxConns connections open,
+	// each carries as many as it must.
+	KeysPerConn int
 	// Heartbeat is the interval of each connection's heartbeat, as for
 	// [Heartbeat]; 0 is the default of 5 seconds.
 	Heartbeat time.Duration
@@ -89,9 +118,9 @@ type LockerConfig struct {
 
 // NewLocker returns a Locker that holds leases on connections from db, as
 // cfg says; the options of each lease go to [Locker.Acquire]. It opens no
-// connection until the first acquisition. A negative MaxConns, or a
-// Heartbeat other than 0 below a millisecond, is an error matching
-// [ErrBadOption].
+// connection until the first acquisition. A negative MaxConns or
+// KeysPerConn, or a Heartbeat other than 0 below a millisecond, is an
+// error matching [ErrBadOption].
 func NewLocker(db *sql.DB, cfg LockerConfig) (*Locker, error) {
 	if db == nil {
 		return nil, errNilDB
@@ -99,6 +128,8 @@ func NewLocker(db *sql.DB, cfg LockerConfig) (*Locker, error) {
 	switch {
 	case cfg.MaxConns < 0:
 		return nil, fmt.Errorf("%w: LockerConfig.MaxConns (%d) must not be negative", scope.ErrBadOption, cfg.MaxConns)
+	case cfg.KeysPerConn < 0:
+		return nil, fmt.Errorf("%w: LockerConfig.KeysPerConn (%d) must not be negative", scope.ErrBadOption, cfg.KeysPerConn)
 	case cfg.Heartbeat != 0 && cfg.Heartbeat < time.Millisecond:
 		return nil, fmt.Errorf("%w: LockerConfig.Heartbeat (%v) must be at least a millisecond", scope.ErrBadOption, cfg.Heartbeat)
 	}
@@ -114,7 +145,7 @@ func NewLocker(db *sql.DB, cfg LockerConfig) (*Locker, error) {
 	if cfg.Observer != nil {
 		h = hooks{cfg.Observer}
 	}
-	return &Locker{m: scope.NewMux(db, n, beat, h), db: db}, nil
+	return &Locker{m: scope.NewMux(db, n, cfg.KeysPerConn, beat, h), db: db}, nil
 }
 
 // Acquire takes a session lock on key on one of the Locker's connections,

@@ -18,9 +18,10 @@ type LockerConn struct {
 // ExpectLockerConn expects an [advisory.Locker] to open a connection, and
 // answers its start: backend [LeasePID], not a standby, mark [LeaseMark].
 // A Locker opens a connection at its first Acquire, and another at each
-// Acquire while fewer than [advisory.LockerConfig.MaxConns] are open and each is in
-// use; give the Locker under test LockerConfig{MaxConns: 1} to keep to
-// one, and a LockerConfig.Heartbeat longer than the test, or lay
+// Acquire while fewer than [advisory.LockerConfig.MaxConns] (and 4) are
+// open and each is in use, or while fewer than MaxConns are open and each
+// is busy or holds [advisory.LockerConfig.KeysPerConn] leases; give the
+// Locker under test LockerConfig{MaxConns: 1} to keep to one, and a LockerConfig.Heartbeat longer than the test, or lay
 // down each heartbeat it lets run with [LockerConn.ExpectHeartbeat].
 func ExpectLockerConn(m sqlmock.Sqlmock) *LockerConn {
 	start := m.ExpectQuery(pattern(m, sqltext.CarrierStart)).WithoutArgs().WillReturnRows(

@@ -15,6 +15,20 @@ import (
 // MaxConns is not given.
 const DefaultMaxConns = 4
 
+// KeysPerCarrier is how many keys a carrier holds, by default, before a
+// Mux opens another for new keys, within its max. Every statement on a session
+// costs more the more locks the session holds: at the end of each
+// transaction the server walks the session's local lock table, about
+// 0.07 µs a lock. At 1,000 that adds a tenth or so to a try
+// (docs/locker.md); beyond it the cost per key grows with the keys held.
+const KeysPerCarrier = 1000
+
+// spreadCarriers is how many carriers a Mux opens, within its max, as soon
+// as each of those open holds a lease, so that a few leases already spread
+// their statements over several sessions. Beyond it a Mux opens another
+// only when every carrier is busy or full (see route).
+const spreadCarriers = DefaultMaxConns
+
 // BadConnTries bounds how often a statement that found its pooled
 // connection dead is tried on another, as database/sql does for its own.
 const BadConnTries = 5
@@ -38,6 +52,7 @@ var ErrLockerClosed = errLockerClosed
 type Mux struct {
 	db       *sql.DB
 	max      int
+	per      int // keys a carrier holds before another opens: KeysPerCarrier
 	interval time.Duration
 	hooks    Hooks // the Mux's own, or nil for the default
 
@@ -61,10 +76,14 @@ type keyHolds struct {
 }
 
 // NewMux returns a Mux that holds leases on at most max connections from
-// db, each with a heartbeat every interval.
-func NewMux(db *sql.DB, max int, interval time.Duration, hooks Hooks) *Mux {
+// db, each with a heartbeat every interval, opening another for new keys
+// once each holds per keys (0 is KeysPerCarrier).
+func NewMux(db *sql.DB, max, per int, interval time.Duration, hooks Hooks) *Mux {
 	closing, close := context.WithCancel(context.Background())
-	return &Mux{db: db, max: max, interval: interval, hooks: hooks,
+	if per <= 0 {
+		per = KeysPerCarrier
+	}
+	return &Mux{db: db, max: max, per: per, interval: interval, hooks: hooks,
 		changed: make(chan struct{}), held: map[sqltext.Key]*keyHolds{},
 		closing: closing, close: close}
 }
@@ -219,8 +238,9 @@ func (m *Mux) unreserveLocked(key sqltext.Key) {
 }
 
 // carrier returns the carrier with the fewest acquisitions under way, and
-// of those the one with the fewest leases, opening another first while
-// there are fewer than max and each is in use. The caller calls
+// of those the one with the fewest leases, opening another first when
+// route says so: while there are fewer than max, and each is busy, or
+// each of the first few holds a lease, or each is full. The caller calls
 // m.routed(c) when its statement on c is done.
 func (m *Mux) carrier(ctx context.Context) (*carrier, error) {
 	for {
@@ -229,14 +249,14 @@ func (m *Mux) carrier(ctx context.Context) (*carrier, error) {
 			m.mu.Unlock()
 			return nil, FailKind("lease", "", ErrLockerClosed, nil)
 		}
+		i, open := route(len(m.carriers), func(i int) carrierLoad {
+			return carrierLoad{pending: m.carriers[i].pending, leases: len(m.carriers[i].leases)}
+		}, m.opening, m.max, m.per)
 		var best *carrier
-		for _, c := range m.carriers {
-			if best == nil || c.pending < best.pending ||
-				c.pending == best.pending && len(c.leases) < len(best.leases) {
-				best = c
-			}
+		if i >= 0 {
+			best = m.carriers[i]
 		}
-		if (best == nil || best.pending > 0 || len(best.leases) > 0) && len(m.carriers)+m.opening < m.max {
+		if open {
 			m.opening++
 			m.mu.Unlock()
 			c, err := m.openCarrier(ctx)
@@ -269,6 +289,41 @@ func (m *Mux) carrier(ctx context.Context) (*carrier, error) {
 			return nil, Fail(ctx, "lease", "", ctx.Err())
 		}
 	}
+}
+
+// A carrierLoad is what route weighs of a carrier: its acquisitions
+// under way and its leases.
+type carrierLoad struct{ pending, leases int }
+
+// route picks, for a new key, a carrier that holds fewer than per keys
+// over one that holds more, and then the one with the fewest
+// acquisitions under way and of those the one with the fewest leases; it
+// reports whether to open another instead, while fewer than max are open
+// or being opened: when there is none, when every one has an acquisition
+// under way, when every one holds per keys or more, or when the first
+// spreadCarriers are not all open yet and each holds a lease. The
+// carriers are load(0) to load(n-1); best is -1 when there is none.
+func route(n int, load func(i int) carrierLoad, opening, max, per int) (best int, open bool) {
+	best = -1
+	var b carrierLoad
+	less := func(c, b carrierLoad) bool {
+		if cf, bf := c.leases >= per, b.leases >= per; cf != bf {
+			return bf
+		}
+		return c.pending < b.pending || c.pending == b.pending && c.leases < b.leases
+	}
+	for i := range n {
+		if c := load(i); best < 0 || less(c, b) {
+			best, b = i, c
+		}
+	}
+	switch {
+	case n+opening >= max:
+		return best, false
+	case best < 0, b.pending > 0, b.leases >= per:
+		return best, true
+	}
+	return best, n+opening < spreadCarriers && b.leases > 0
 }
 
 // routed records that an acquisition that carrier returned is done with c.
