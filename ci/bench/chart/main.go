@@ -4,6 +4,12 @@
 // axis from 100 µs to 1 s.
 //
 //	go run ./chart -in handoff.json -out ../../docs/handoff.png
+//
+// With -scaling it draws instead the Locker's cost per key against the
+// keys it holds, from what BenchmarkLockerScaling wrote
+// (PGADVISORY_SCALING_OUT): see scaling.go.
+//
+//	go run ./chart -scaling -in scaling.json -out ../../docs/locker-scaling.png
 package main
 
 import (
@@ -45,8 +51,13 @@ var colors = []struct {
 func main() {
 	in := flag.String("in", "handoff.json", "the samples BenchmarkHandoff wrote")
 	out := flag.String("out", "handoff.png", "the PNG to write")
+	scaling := flag.Bool("scaling", false, "draw the Locker's cost per key that BenchmarkLockerScaling wrote")
 	flag.Parse()
-	if err := run(*in, *out); err != nil {
+	draw := run
+	if *scaling {
+		draw = runScaling
+	}
+	if err := draw(*in, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "chart:", err)
 		os.Exit(1)
 	}
