@@ -23,49 +23,52 @@ import (
 // BenchmarkInterleavedForm, which weighs every lock call's two statement
 // forms, in entrypoints_bench_test.go.
 //
-// They justify how advisory talks to the server. It renders integer keys
-// into the SQL text and sends the statement through ExecContext with no
-// arguments, reading a boolean answer from RowsAffected ("SELECT 1 WHERE
-// pg_try_advisory_lock(42)"). They compare that, on one connection, with
-// the two obvious alternatives:
-//
-//   - param: QueryRowContext("SELECT pg_try_advisory_lock($1)", k).Scan.
-//     lib/pq sends Parse/Describe/Sync, waits, then Bind/Execute/Sync: two
-//     round trips, unless the DSN sets binary_parameters=yes. pgx prepares
-//     the statement once per connection, then needs one round trip.
-//   - inline: QueryRowContext("SELECT pg_try_advisory_lock(42)").Scan. lib/pq
-//     sends it as a simple query. pgx prepares and caches a statement per
-//     distinct SQL text: an extra round trip for every new key, and once its
-//     cache (512 statements) is full, another to deallocate the evicted one.
+// They set the library beside every form of the same call written by
+// hand (see [handForm]): through ExecContext or QueryRowContext, as
+// "SELECT 1 WHERE pg_try_advisory_lock(k)" or "SELECT
+// pg_try_advisory_lock(k)", with the key in the text or as $1. On lib/pq a
+// parameter costs a second round trip (Parse/Describe/Sync, then
+// Bind/Execute/Sync) unless the DSN sets binary_parameters=yes; pgx
+// prepares a statement with parameters once per connection, and one whose
+// key is in the text once per text, through QueryRowContext, when
+// ExecContext without arguments takes the simple protocol.
 //
 // Each runs with a fresh key on every call, which makes per-text statement
 // caching visible, and with one fixed key. The baseline is "SELECT 1"
 // through ExecContext. Besides ns/op and allocs/op, each reports
 // roundtrips/op, counted by a pgtest.Proxy in the steady state: after more
-// calls than pgx's statement cache holds.
+// calls than pgx's statement cache holds. The interleaved forms run every
+// variant once per op, in an order shuffled anew for each op from a seed
+// (PGADVISORY_BENCH_SEED), and report each library call over the fastest
+// form by hand ("ours-freshkey/best").
 //
-// docs/benchmarks.md gives the results and what they mean. Run them on the
-// CI images with:
+// ci/bench.sh runs them and docs/benchmarks.md gives the results. Run them
+// on the CI images with:
 //
 //	PGADVISORY_TEST_IMAGES=pgadvisory/postgres:15,pgadvisory/postgres:17 \
 //		go test -run '^$' -bench . -benchtime=2000x -count=3 ./advisory/
 
 // A benchDriver is a database/sql driver and settings to compare.
 type benchDriver struct {
-	name   string // in the benchmark name
-	sql    string // the database/sql driver name
-	params string // added to the DSN's query
-	only   string // if set, the one variant worth running on this driver
+	name       string // in the benchmark name
+	sql        string // the database/sql driver name
+	params     string // added to the DSN's query
+	paramsOnly bool   // only the forms by hand with parameters are worth running
 }
 
 // benchDrivers are the drivers the lock benchmarks run on. lib/pq with
 // binary_parameters=yes changes only how parameters travel, so only the
-// param variant runs on it, and in the interleaved benchmarks the baseline
-// too.
+// forms by hand with parameters run on it, and in the interleaved
+// benchmarks the baseline too.
 var benchDrivers = []benchDriver{
 	{name: pgtest.DriverPQ, sql: "postgres"},
-	{name: pgtest.DriverPQ + "-binary", sql: "postgres", params: "binary_parameters=yes", only: "param"},
+	{name: pgtest.DriverPQ + "-binary", sql: "postgres", params: "binary_parameters=yes", paramsOnly: true},
 	{name: pgtest.DriverPGX, sql: "pgx"},
+}
+
+// runs reports whether variant v is worth running on d.
+func (d benchDriver) runs(v benchVariant) bool {
+	return !d.paramsOnly || v.hand && strings.HasSuffix(v.name, "-param")
 }
 
 // open opens a *sql.DB of d on dsn with one connection.
@@ -176,9 +179,21 @@ type benchOp func(ctx context.Context, h *benchHandle, k int64) error
 
 // A benchVariant is one way to make the measured call.
 type benchVariant struct {
-	name  string // "baseline", "ours", "param", "inline", ...
+	name  string // "baseline", "ours", "exec-where-inline", ...
 	keyed bool   // runs as -freshkey and -fixedkey
+	hand  bool   // SQL by hand, which the library's calls of its group are set against
+	group string // what the variant does ("try", "lock"), or "" for the baseline
 	op    benchOp
+}
+
+// handVariants returns a variant of group for every form by hand, each
+// running op in that form.
+func handVariants(group, prefix string, op func(f handForm) benchOp) []benchVariant {
+	var vs []benchVariant
+	for _, f := range handForms {
+		vs = append(vs, benchVariant{name: prefix + f.name, keyed: true, hand: true, group: group, op: op(f)})
+	}
+	return vs
 }
 
 // benchExecer and benchQueryer are what *sql.Conn and *sql.Tx have in
@@ -240,7 +255,7 @@ func benchLocks(b *testing.B, xact bool, variants []benchVariant) {
 			for _, d := range benchDrivers {
 				b.Run(d.name, func(b *testing.B) {
 					for _, v := range variants {
-						if d.only != "" && v.name != d.only {
+						if !d.runs(v) {
 							continue
 						}
 						keys := []string{""}
@@ -356,6 +371,8 @@ func roundTrips(b *testing.B, proxy *pgtest.Proxy, d benchDriver, xact, fresh bo
 // own connection.
 type interleavedCall struct {
 	name  string
+	group string // the variant's group and key kind, "try-freshkey"
+	hand  bool
 	fresh bool
 	fixed int64 // the key when not fresh
 	op    benchOp
@@ -371,7 +388,8 @@ func (c *interleavedCall) key() int64 {
 	return c.fixed
 }
 
-// benchInterleaved runs, per server and driver, every variant once per op.
+// benchInterleaved runs, per server and driver, every variant once per op,
+// in an order shuffled anew for every op ([newOrder]).
 func benchInterleaved(b *testing.B, xact bool, variants []benchVariant) {
 	ctx := context.Background()
 	for _, s := range pgtest.Servers(b) {
@@ -380,7 +398,7 @@ func benchInterleaved(b *testing.B, xact bool, variants []benchVariant) {
 				b.Run(d.name, func(b *testing.B) {
 					var es []*interleavedCall
 					for _, v := range variants {
-						if d.only != "" && v.name != d.only && v.name != "baseline" {
+						if !d.runs(v) && v.name != "baseline" {
 							continue
 						}
 						kinds := []string{""}
@@ -390,7 +408,10 @@ func benchInterleaved(b *testing.B, xact bool, variants []benchVariant) {
 						for _, kind := range kinds {
 							// Each fixed-key variant has a key of its own: the
 							// transactions of two variants overlap.
-							e := &interleavedCall{name: v.name + kind, fresh: kind == "-freshkey", fixed: fixedKey + int64(len(es)), op: v.op}
+							e := &interleavedCall{name: v.name + kind, hand: v.hand, fresh: kind == "-freshkey", fixed: fixedKey + int64(len(es)), op: v.op}
+							if v.group != "" {
+								e.group = v.group + kind
+							}
 							e.h = newBenchHandle(b, d.open(b, s.DSN), xact)
 							e.h.start(b)
 							if err := e.op(ctx, e.h, e.key()); err != nil {
@@ -400,10 +421,12 @@ func benchInterleaved(b *testing.B, xact bool, variants []benchVariant) {
 							es = append(es, e)
 						}
 					}
+					o := newOrder(b, len(es))
 					b.ReportAllocs()
 					b.ResetTimer()
 					for range b.N {
-						for _, e := range es {
+						for _, i := range o.next() {
+							e := es[i]
 							if e.h.due() {
 								b.StopTimer()
 								e.h.finish(b)
@@ -420,10 +443,14 @@ func benchInterleaved(b *testing.B, xact bool, variants []benchVariant) {
 						}
 					}
 					b.StopTimer()
-					for _, e := range es {
+					names, groups, hand, times := make([]string, len(es)), make([]string, len(es)), make([]bool, len(es)), make([]float64, len(es))
+					for i, e := range es {
 						e.h.finish(b)
-						b.ReportMetric(float64(e.total.Nanoseconds())/float64(b.N), e.name+"-ns/call")
+						names[i], groups[i], hand[i] = e.name, e.group, e.hand
+						times[i] = float64(e.total.Nanoseconds()) / float64(b.N)
+						b.ReportMetric(times[i], e.name+"-ns/call")
 					}
+					reportBest(b, names, groups, hand, times)
 				})
 			}
 		})

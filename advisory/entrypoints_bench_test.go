@@ -3,6 +3,8 @@ package advisory_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,26 +13,19 @@ import (
 	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
-// The benchmark of the two forms of every lock call's statement, the key in
-// the text or as a parameter, which no single API owns (see
-// entrypoints_integration_test.go for the tests of every entry point
-// alike).
+// The benchmark of the forms of every lock call's statement, the key in
+// the text or as a parameter, through ExecContext or QueryRowContext,
+// which no single API owns (see entrypoints_integration_test.go for the
+// tests of every entry point alike).
 
-// formVariants are what BenchmarkInterleavedForm compares on pgx: the
-// library's own lock statements, guarded as every lock call sends them,
-// in its two forms, the key in the text (Inline, the simple protocol,
-// parsed and planned on every call) and as a parameter (Params, prepared
-// once per connection), against the baseline and the library's call.
-// Each op is a session TryLock and its Unlock, a transaction's TryXactLock
-// inside an open transaction, or a whole WithXactLock with Try (begin,
-// try, commit).
-var formVariants = []struct {
-	name    string
-	session benchOp
-	xact    benchOp
-	scoped  func(ctx context.Context, db *sql.DB, k int64) error
-}{
-	{"baseline",
+// formVariants are what BenchmarkInterleavedForm compares: the library's
+// own lock statements, guarded as every lock call sends them, by hand in
+// every form a driver could take them (see [stmtForm]), against the
+// baseline and the library's call. Each op is a session TryLock and its
+// Unlock, a transaction's TryXactLock inside an open transaction, or a
+// whole WithXactLock with Try (begin, try, commit).
+var formVariants = append([]formVariant{
+	{"baseline", false,
 		func(ctx context.Context, h *benchHandle, _ int64) error {
 			if err := execSelect1(ctx, h.conn); err != nil {
 				return err
@@ -41,7 +36,7 @@ var formVariants = []struct {
 		func(ctx context.Context, db *sql.DB, _ int64) error {
 			return byHandTx(ctx, db, func(tx *sql.Tx) error { return execSelect1(ctx, tx) })
 		}},
-	{"ours",
+	{"ours", false,
 		func(ctx context.Context, h *benchHandle, k int64) error {
 			key := advisory.Int64Key(k)
 			if _, err := advisory.TryLock(ctx, h.conn, key); err != nil {
@@ -56,59 +51,87 @@ var formVariants = []struct {
 		func(ctx context.Context, db *sql.DB, k int64) error {
 			return advisory.WithXactLock(ctx, db, advisory.Int64Key(k), noopTx, advisory.Try())
 		}},
-	{"inline", sessionForm(sqltext.Inline), xactForm(sqltext.Inline), scopedForm(sqltext.Inline)},
-	{"params", sessionForm(sqltext.Params), xactForm(sqltext.Params), scopedForm(sqltext.Params)},
+}, stmtFormVariants()...)
+
+// A formVariant is one variant of BenchmarkInterleavedForm, in each of
+// its three kinds of op.
+type formVariant struct {
+	name    string
+	hand    bool // the library's statements by hand
+	session benchOp
+	xact    benchOp
+	scoped  func(ctx context.Context, db *sql.DB, k int64) error
 }
 
-// sessionForm, xactForm and scopedForm send the library's statements in
-// form f by hand.
-func sessionForm(f sqltext.Form) benchOp {
-	return func(ctx context.Context, h *benchHandle, k int64) error {
-		key := sqltext.Key{Bigint: k}
-		try := sqltext.TryLockStmt(f, sqltext.Guarded, false, false, key)
-		if err := execOne(ctx, h.conn, try.Query, try.Args...); err != nil {
-			return err
+// A stmtForm is a way to send the library's statements: in a
+// sqltext.Form (Inline, the key in the text; Params, the key as $1),
+// through ExecContext, reading the answer from RowsAffected as the library
+// does, or, with query, through QueryRowContext, with "SELECT 1 WHERE"
+// turned into "SELECT", so that the answer is the row's boolean.
+type stmtForm struct {
+	name  string
+	form  sqltext.Form
+	query bool
+}
+
+// stmtForms are every [stmtForm].
+var stmtForms = []stmtForm{
+	{"inline", sqltext.Inline, false},
+	{"inline-query", sqltext.Inline, true},
+	{"params", sqltext.Params, false},
+	{"params-query", sqltext.Params, true},
+}
+
+// send sends s in form f on q and requires the answer to be yes.
+func (f stmtForm) send(ctx context.Context, q benchDB, s sqltext.Stmt) error {
+	if !f.query {
+		return execOne(ctx, q, s.Query, s.Args...)
+	}
+	rest, ok := strings.CutPrefix(s.Query, "SELECT 1 WHERE ")
+	if !ok {
+		return fmt.Errorf("%s: not a SELECT 1 WHERE", s.Query)
+	}
+	return queryBool(ctx, q, "SELECT "+rest, s.Args...)
+}
+
+// stmtFormVariants returns a variant for every form of stmtForms.
+func stmtFormVariants() []formVariant {
+	var vs []formVariant
+	for _, f := range stmtForms {
+		try := func(xact bool, k int64) sqltext.Stmt {
+			return sqltext.TryLockStmt(f.form, sqltext.Guarded, xact, false, sqltext.Key{Bigint: k})
 		}
-		unlock := sqltext.UnlockStmt(f, false, key)
-		return execOne(ctx, h.conn, unlock.Query, unlock.Args...)
+		vs = append(vs, formVariant{f.name, true,
+			func(ctx context.Context, h *benchHandle, k int64) error {
+				if err := f.send(ctx, h.conn, try(false, k)); err != nil {
+					return err
+				}
+				return f.send(ctx, h.conn, sqltext.UnlockStmt(f.form, false, sqltext.Key{Bigint: k}))
+			},
+			func(ctx context.Context, h *benchHandle, k int64) error { return f.send(ctx, h.tx, try(true, k)) },
+			func(ctx context.Context, db *sql.DB, k int64) error {
+				return byHandTx(ctx, db, func(tx *sql.Tx) error { return f.send(ctx, tx, try(true, k)) })
+			}})
 	}
+	return vs
 }
 
-func xactForm(f sqltext.Form) benchOp {
-	return func(ctx context.Context, h *benchHandle, k int64) error {
-		s := sqltext.TryLockStmt(f, sqltext.Guarded, true, false, sqltext.Key{Bigint: k})
-		return execOne(ctx, h.tx, s.Query, s.Args...)
-	}
-}
-
-func scopedForm(f sqltext.Form) func(ctx context.Context, db *sql.DB, k int64) error {
-	return func(ctx context.Context, db *sql.DB, k int64) error {
-		s := sqltext.TryLockStmt(f, sqltext.Guarded, true, false, sqltext.Key{Bigint: k})
-		return byHandTx(ctx, db, func(tx *sql.Tx) error { return execOne(ctx, tx, s.Query, s.Args...) })
-	}
-}
-
-// BenchmarkInterleavedForm weighs the two forms of the lock statements on
-// pgx, the one driver on which they differ (on lib/pq the Params form
-// costs a second round trip): every variant runs once per op, each on a
-// connection of its own, with a fresh key, and reports its mean time per
-// call ("inline-ns/call"), as [BenchmarkInterleavedTryLock] does.
+// BenchmarkInterleavedForm weighs the forms of the lock statements on
+// both drivers (on lib/pq the Params forms cost a second round trip):
+// every variant runs once per op, each on a connection of its own, with a
+// fresh key, in an order shuffled anew for every op, and reports its mean
+// time per call ("inline-ns/call"), and the library's over the fastest of
+// the forms ("ours/best"), as [BenchmarkInterleavedTryLock] does.
 // docs/benchmarks.md gives the figures and the choice they led to.
 func BenchmarkInterleavedForm(b *testing.B) {
 	ctx := context.Background()
 	for _, s := range pgtest.Servers(b) {
-		b.Run(s.Name, func(b *testing.B) {
-			open := func() *sql.DB {
-				db, err := sql.Open("pgx", s.DSN)
-				if err != nil {
-					b.Fatal(err)
-				}
-				db.SetMaxOpenConns(1)
-				b.Cleanup(func() { db.Close() })
-				return db
+		for _, d := range benchDrivers {
+			if d.paramsOnly {
+				continue
 			}
 			for _, kind := range []string{"Session", "Xact", "Scoped"} {
-				b.Run(kind, func(b *testing.B) {
+				b.Run(s.Name+"/"+d.name+"/"+kind, func(b *testing.B) {
 					type call struct {
 						h     *benchHandle
 						db    *sql.DB
@@ -126,7 +149,7 @@ func BenchmarkInterleavedForm(b *testing.B) {
 						return v.scoped(ctx, c.db, k)
 					}
 					for i := range formVariants {
-						c := &call{db: open()}
+						c := &call{db: d.open(b, s.DSN)}
 						if kind != "Scoped" {
 							c.h = newBenchHandle(b, c.db, kind == "Xact")
 							c.h.start(b)
@@ -139,10 +162,12 @@ func BenchmarkInterleavedForm(b *testing.B) {
 							}
 						}
 					}
+					o := newOrder(b, len(calls))
 					b.ReportAllocs()
 					b.ResetTimer()
 					for range b.N {
-						for i, c := range calls {
+						for _, i := range o.next() {
+							c := calls[i]
 							if c.h != nil {
 								c.h.calls++
 								if c.h.due() {
@@ -160,14 +185,22 @@ func BenchmarkInterleavedForm(b *testing.B) {
 						}
 					}
 					b.StopTimer()
+					n := len(calls)
+					names, groups, hand, times := make([]string, n), make([]string, n), make([]bool, n), make([]float64, n)
 					for i, c := range calls {
 						if c.h != nil {
 							c.h.finish(b)
 						}
-						b.ReportMetric(float64(c.total.Nanoseconds())/float64(b.N), formVariants[i].name+"-ns/call")
+						v := formVariants[i]
+						names[i], hand[i], times[i] = v.name, v.hand, float64(c.total.Nanoseconds())/float64(b.N)
+						if v.name != "baseline" {
+							groups[i] = "form"
+						}
+						b.ReportMetric(times[i], v.name+"-ns/call")
 					}
+					reportBest(b, names, groups, hand, times)
 				})
 			}
-		})
+		}
 	}
 }

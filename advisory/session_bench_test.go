@@ -3,6 +3,7 @@ package advisory_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -10,15 +11,18 @@ import (
 )
 
 // sessionVariants measure a session lock and its unlock: two statements
-// per op, so the baseline sends "SELECT 1" twice.
-var sessionVariants = []benchVariant{
+// per op, so the baseline sends "SELECT 1" twice. The library's try
+// (ours, observed) is set against every form of the try and its unlock
+// by hand, the group "try"; its uncontended wait (lock) against the
+// blocking statement by hand, the group "lock".
+var sessionVariants = slices.Concat([]benchVariant{
 	{name: "baseline", op: func(ctx context.Context, h *benchHandle, _ int64) error {
 		if err := execSelect1(ctx, h.conn); err != nil {
 			return err
 		}
 		return execSelect1(ctx, h.conn)
 	}},
-	{name: "ours", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+	{name: "ours", keyed: true, group: "try", op: func(ctx context.Context, h *benchHandle, k int64) error {
 		key := advisory.Int64Key(k)
 		ok, err := advisory.TryLock(ctx, h.conn, key)
 		if err != nil {
@@ -29,62 +33,9 @@ var sessionVariants = []benchVariant{
 		}
 		return advisory.Unlock(ctx, h.conn, key)
 	}},
-	{name: "param", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		if err := queryBool(ctx, h.conn, "SELECT pg_try_advisory_lock($1)", k); err != nil {
-			return err
-		}
-		return queryBool(ctx, h.conn, "SELECT pg_advisory_unlock($1)", k)
-	}},
-	{name: "inline", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		s := strconv.FormatInt(k, 10)
-		if err := queryBool(ctx, h.conn, "SELECT pg_try_advisory_lock("+s+")"); err != nil {
-			return err
-		}
-		return queryBool(ctx, h.conn, "SELECT pg_advisory_unlock("+s+")")
-	}},
-	// exec-inline and exec-param send the library's own statements by
-	// hand, the key in the text and as $1: the best a caller can write on
-	// lib/pq and on pgx.
-	{name: "exec-inline", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		s := strconv.FormatInt(k, 10)
-		if err := execOne(ctx, h.conn, "SELECT 1 WHERE pg_try_advisory_lock("+s+")"); err != nil {
-			return err
-		}
-		return execOne(ctx, h.conn, "SELECT 1 WHERE pg_advisory_unlock("+s+")")
-	}},
-	{name: "exec-param", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		if err := execOne(ctx, h.conn, "SELECT 1 WHERE pg_try_advisory_lock($1)", k); err != nil {
-			return err
-		}
-		return execOne(ctx, h.conn, "SELECT 1 WHERE pg_advisory_unlock($1)", k)
-	}},
-	// lock is advisory.Lock on a free key, which tries it, and
-	// exec-lock-inline and exec-lock-param the blocking statement by hand
-	// that it sent before its waits ran in slices: an uncontended Lock
-	// costs what that statement did.
-	{name: "lock", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		key := advisory.Int64Key(k)
-		if err := advisory.Lock(ctx, h.conn, key); err != nil {
-			return err
-		}
-		return advisory.Unlock(ctx, h.conn, key)
-	}},
-	{name: "exec-lock-inline", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		s := strconv.FormatInt(k, 10)
-		if err := execOne(ctx, h.conn, "SELECT pg_advisory_lock("+s+")"); err != nil {
-			return err
-		}
-		return execOne(ctx, h.conn, "SELECT 1 WHERE pg_advisory_unlock("+s+")")
-	}},
-	{name: "exec-lock-param", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		if err := execOne(ctx, h.conn, "SELECT pg_advisory_lock($1)", k); err != nil {
-			return err
-		}
-		return execOne(ctx, h.conn, "SELECT 1 WHERE pg_advisory_unlock($1)", k)
-	}},
 	// observed is ours with an Observer attached, to show what observing
 	// costs; ours itself runs with none, which costs one atomic load.
-	{name: "observed", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+	{name: "observed", keyed: true, group: "try", op: func(ctx context.Context, h *benchHandle, k int64) error {
 		advisory.SetObserver(nopObserver{})
 		defer advisory.SetObserver(nil)
 		key := advisory.Int64Key(k)
@@ -97,7 +48,37 @@ var sessionVariants = []benchVariant{
 		}
 		return advisory.Unlock(ctx, h.conn, key)
 	}},
-}
+	// lock is advisory.Lock on a free key, which tries it, and
+	// exec-lock-inline and exec-lock-param the blocking statement by hand:
+	// an uncontended Lock costs what that statement does.
+	{name: "lock", keyed: true, group: "lock", op: func(ctx context.Context, h *benchHandle, k int64) error {
+		key := advisory.Int64Key(k)
+		if err := advisory.Lock(ctx, h.conn, key); err != nil {
+			return err
+		}
+		return advisory.Unlock(ctx, h.conn, key)
+	}},
+	{name: "exec-lock-inline", keyed: true, hand: true, group: "lock", op: func(ctx context.Context, h *benchHandle, k int64) error {
+		s := strconv.FormatInt(k, 10)
+		if err := execOne(ctx, h.conn, "SELECT pg_catalog.pg_advisory_lock("+s+")"); err != nil {
+			return err
+		}
+		return execOne(ctx, h.conn, "SELECT 1 WHERE pg_catalog.pg_advisory_unlock("+s+")")
+	}},
+	{name: "exec-lock-param", keyed: true, hand: true, group: "lock", op: func(ctx context.Context, h *benchHandle, k int64) error {
+		if err := execOne(ctx, h.conn, "SELECT pg_catalog.pg_advisory_lock($1)", k); err != nil {
+			return err
+		}
+		return execOne(ctx, h.conn, "SELECT 1 WHERE pg_catalog.pg_advisory_unlock($1)", k)
+	}},
+}, handVariants("try", "", func(f handForm) benchOp {
+	return func(ctx context.Context, h *benchHandle, k int64) error {
+		if err := f.call(ctx, h.conn, "pg_try_advisory_lock", k); err != nil {
+			return err
+		}
+		return f.call(ctx, h.conn, "pg_advisory_unlock", k)
+	}
+}))
 
 // BenchmarkTryLock measures a session TryLock followed by its Unlock: two
 // statements per op.
@@ -105,9 +86,12 @@ func BenchmarkTryLock(b *testing.B) { benchLocks(b, false, sessionVariants) }
 
 // BenchmarkInterleavedTryLock runs every variant of [BenchmarkTryLock]
 // once per op, each on its own connection, and reports each variant's mean
-// time per call as a metric ("ours-freshkey-ns/call"). On a shared machine
-// the load drifts over the seconds that separate two sub-benchmarks;
-// interleaved calls see the same load, so their ratios hold up better.
+// time per call as a metric ("ours-freshkey-ns/call"), and each library
+// call's over the fastest form by hand of its group
+// ("ours-freshkey/best"). On a shared machine the load drifts over the
+// seconds that separate two sub-benchmarks; interleaved calls see the
+// same load, so their ratios hold up better. The order is shuffled anew
+// for every op, so that no variant always follows the same one.
 func BenchmarkInterleavedTryLock(b *testing.B) { benchInterleaved(b, false, sessionVariants) }
 
 // nopObserver observes and does nothing.

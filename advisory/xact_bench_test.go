@@ -3,6 +3,7 @@ package advisory_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -10,42 +11,35 @@ import (
 )
 
 // xactVariants measure one transaction lock call inside an open
-// transaction; begin and commit are not timed.
-var xactVariants = []benchVariant{
+// transaction; begin and commit are not timed. The groups are those of
+// sessionVariants.
+var xactVariants = slices.Concat([]benchVariant{
 	{name: "baseline", op: func(ctx context.Context, h *benchHandle, _ int64) error {
 		return execSelect1(ctx, h.tx)
 	}},
-	{name: "ours", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+	{name: "ours", keyed: true, group: "try", op: func(ctx context.Context, h *benchHandle, k int64) error {
 		ok, err := advisory.TryXactLock(ctx, h.tx, advisory.Int64Key(k))
 		if err == nil && !ok {
 			err = fmt.Errorf("TryXactLock(%d): not acquired", k)
 		}
 		return err
 	}},
-	{name: "param", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		return queryBool(ctx, h.tx, "SELECT pg_try_advisory_xact_lock($1)", k)
-	}},
-	{name: "inline", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		return queryBool(ctx, h.tx, "SELECT pg_try_advisory_xact_lock("+strconv.FormatInt(k, 10)+")")
-	}},
-	{name: "exec-inline", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		return execOne(ctx, h.tx, "SELECT 1 WHERE pg_try_advisory_xact_lock("+strconv.FormatInt(k, 10)+")")
-	}},
-	{name: "exec-param", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		return execOne(ctx, h.tx, "SELECT 1 WHERE pg_try_advisory_xact_lock($1)", k)
-	}},
 	// lock is advisory.XactLock on a free key, against the blocking
 	// statement by hand, as for sessionVariants.
-	{name: "lock", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
+	{name: "lock", keyed: true, group: "lock", op: func(ctx context.Context, h *benchHandle, k int64) error {
 		return advisory.XactLock(ctx, h.tx, advisory.Int64Key(k))
 	}},
-	{name: "exec-lock-inline", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		return execOne(ctx, h.tx, "SELECT pg_advisory_xact_lock("+strconv.FormatInt(k, 10)+")")
+	{name: "exec-lock-inline", keyed: true, hand: true, group: "lock", op: func(ctx context.Context, h *benchHandle, k int64) error {
+		return execOne(ctx, h.tx, "SELECT pg_catalog.pg_advisory_xact_lock("+strconv.FormatInt(k, 10)+")")
 	}},
-	{name: "exec-lock-param", keyed: true, op: func(ctx context.Context, h *benchHandle, k int64) error {
-		return execOne(ctx, h.tx, "SELECT pg_advisory_xact_lock($1)", k)
+	{name: "exec-lock-param", keyed: true, hand: true, group: "lock", op: func(ctx context.Context, h *benchHandle, k int64) error {
+		return execOne(ctx, h.tx, "SELECT pg_catalog.pg_advisory_xact_lock($1)", k)
 	}},
-}
+}, handVariants("try", "", func(f handForm) benchOp {
+	return func(ctx context.Context, h *benchHandle, k int64) error {
+		return f.call(ctx, h.tx, "pg_try_advisory_xact_lock", k)
+	}
+}))
 
 // BenchmarkTryXactLock measures one TryXactLock call in an open
 // transaction, without begin and commit.
