@@ -73,9 +73,16 @@
 // on a connection also identifies the server's engine, with one round
 // trip more, once per connection (see docs/engines.md).
 //
+// # Session scopes
+//
+// WithSessionLock runs fn on a connection of a pool that holds a session
+// lock on a key, and WithSessionLockConn on a connection the caller has;
+// the lock is released when fn returns, however it ends, and a connection
+// in doubt is closed rather than pooled. They have no heartbeat: a
+// connection runs one statement at a time, fn's own.
+//
 // # Not yet
 //
-// Session scopes (WithSessionLock), leases, the Locker, multi-key calls
-// and the recipes of advisory's subpackages exist only on database/sql
-// for now; docs/pgx.md says what they need.
+// Leases, the Locker and the recipes of advisory's subpackages exist only
+// on database/sql for now; docs/pgx.md says what they need.
 package pgxlock

@@ -24,13 +24,17 @@ type (
 
 // Compile-time checks that the adapters implement the seam.
 var (
-	_ scope.Session = (*pgxConn)(nil)
-	_ scope.Session = (*poolConn)(nil)
+	_ scope.ScopeSession = (*pgxConn)(nil)
+	_ scope.ScopeSession = (*poolConn)(nil)
 	_ scope.Tx      = (*pgxTx)(nil)
 )
 
 // session returns the engine's session of conn, or nil when conn is nil.
-func session[C Conn](conn C) scope.Session {
+func session[C Conn](conn C) scope.Session { return scopeSession(conn) }
+
+// scopeSession returns the session of a scope on conn, or nil when conn
+// is nil.
+func scopeSession[C Conn](conn C) scope.ScopeSession {
 	switch c := any(conn).(type) {
 	case *pgx.Conn:
 		if c != nil {
@@ -111,6 +115,28 @@ func (c *poolConn) Engine(ctx context.Context) (*scope.Engine, error) {
 // the *pgxpool.Conn without its connection: the caller's next statement on
 // it would panic rather than fail, and its Release would do nothing.
 func (c *poolConn) Discard() { closeConn((*pgxpool.Conn)(c).Conn()) }
+
+// Close does nothing: a *pgx.Conn is always the caller's, never one a
+// scope took for itself.
+func (c *pgxConn) Close() {}
+
+// CloseUnderTx closes the connection, which ends its session and a
+// transaction fn left open on it.
+func (c *pgxConn) CloseUnderTx(bool) { closeConn((*pgx.Conn)(c)) }
+
+// Close releases a pooled connection the scope acquired; pgxpool destroys
+// it if it was discarded.
+func (c *poolConn) Close() { (*pgxpool.Conn)(c).Release() }
+
+// CloseUnderTx closes the pgx connection under the pooled one, which ends
+// its session and a transaction fn left open on it, and releases it when
+// the scope acquired it, so that pgxpool destroys it.
+func (c *poolConn) CloseUnderTx(owned bool) {
+	closeConn((*pgxpool.Conn)(c).Conn())
+	if owned {
+		(*pgxpool.Conn)(c).Release()
+	}
+}
 
 // closeTimeout bounds the goodbye that a discard writes to the server;
 // the socket closes either way.
