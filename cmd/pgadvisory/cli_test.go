@@ -149,23 +149,23 @@ func TestUsage(t *testing.T) {
 		stdout string
 		stderr string
 	}{
-		{args: nil, code: 2, stderr: "Usage:\n\n\tpgadvisory <command> [arguments]"},
+		{args: nil, code: 64, stderr: "Usage:\n\n\tpgadvisory <command> [arguments]"},
 		{args: []string{"help"}, code: 0, stdout: "The commands are:"},
 		{args: []string{"help", "exec"}, code: 0, stdout: "usage: pgadvisory exec [-n | -w d]"},
 		{args: []string{"help", "locks"}, code: 0, stdout: "usage: pgadvisory locks"},
 		{args: []string{"help", "connect"}, code: 0, stdout: "DATABASE_URL"},
-		{args: []string{"help", "nosuch"}, code: 2, stderr: "unknown help topic"},
-		{args: []string{"exec", "-h"}, code: 0, stdout: "Exit codes:"},
-		{args: []string{"nosuch"}, code: 2, stderr: "pgadvisory nosuch: unknown command\nRun 'pgadvisory help' for usage."},
-		{args: []string{"exec"}, code: 2, stderr: "pgadvisory exec: no KEY given\nusage: pgadvisory exec"},
-		{args: []string{"exec", "--bogus", "1", "--", "true"}, code: 2, stderr: "flag provided but not defined: -bogus"},
-		{args: []string{"exec", "-n", "-w", "1s", "1", "--", "true"}, code: 2, stderr: "-n and -w exclude each other"},
-		{args: []string{"exec", "-w", "soon", "1", "--", "true"}, code: 2, stderr: "neither a duration"},
-		{args: []string{"exec", "-E", "300", "1", "--", "true"}, code: 2, stderr: "from 0 to 255"},
-		{args: []string{"exec", "1"}, code: 2, stderr: "no command given"},
-		{args: []string{"locks", "extra"}, code: 2, stderr: "unexpected argument"},
-		{args: []string{"key"}, code: 2, stderr: "no NAME given"},
-		{args: []string{"release"}, code: 2, stderr: "--pid N is required"},
+		{args: []string{"help", "nosuch"}, code: 64, stderr: "unknown help topic"},
+		{args: []string{"exec", "-h"}, code: 0, stdout: "Exit codes ("},
+		{args: []string{"nosuch"}, code: 64, stderr: "pgadvisory nosuch: unknown command\nRun 'pgadvisory help' for usage."},
+		{args: []string{"exec"}, code: 64, stderr: "pgadvisory exec: no KEY given\nusage: pgadvisory exec"},
+		{args: []string{"exec", "--bogus", "1", "--", "true"}, code: 64, stderr: "flag provided but not defined: -bogus"},
+		{args: []string{"exec", "-n", "-w", "1s", "1", "--", "true"}, code: 64, stderr: "-n and -w exclude each other"},
+		{args: []string{"exec", "-w", "soon", "1", "--", "true"}, code: 64, stderr: "neither a duration"},
+		{args: []string{"exec", "-E", "300", "1", "--", "true"}, code: 64, stderr: "from 0 to 255"},
+		{args: []string{"exec", "1"}, code: 64, stderr: "no command given"},
+		{args: []string{"locks", "extra"}, code: 64, stderr: "unexpected argument"},
+		{args: []string{"key"}, code: 64, stderr: "no NAME given"},
+		{args: []string{"release"}, code: 64, stderr: "--pid N is required"},
 	}
 	for _, c := range cases {
 		code, stdout, stderr := runInProcess(t, nil, c.args...)

@@ -50,7 +50,7 @@ func openDB(ctx context.Context, e *env, dsn, appName string) (*database, error)
 	r := newRedactor(dsn, e.getenv("PGPASSWORD"))
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, r.err(errors.New("cannot read the connection string: " + err.Error()))
+		return nil, r.err(&connectError{errors.New("cannot read the connection string: " + err.Error())})
 	}
 	r.add(cfg.Password)
 	if cfg.RuntimeParams["application_name"] == "" {
@@ -63,10 +63,40 @@ func openDB(ctx context.Context, e *env, dsn, appName string) (*database, error)
 	d.DB = stdlib.OpenDB(*cfg, stdlib.OptionAfterConnect(d.sessions.afterConnect))
 	if err := d.PingContext(ctx); err != nil {
 		d.Close()
-		return nil, r.err(err)
+		return nil, r.err(&connectError{err})
 	}
 	return d, nil
 }
+
+// errConnect matches every error of openDB: the database could not be
+// reached, or refused the connection.
+var errConnect = errors.New("cannot connect")
+
+// A connectError is a failure to connect. Its message says each reason
+// once: pgx tries a host again without TLS under sslmode=prefer, the
+// default, and reports a refused connection once per try.
+type connectError struct{ err error }
+
+func (e *connectError) Error() string {
+	lines := strings.Split(e.err.Error(), "\n")
+	seen := make(map[string]bool, len(lines))
+	kept := lines[:0]
+	for _, l := range lines {
+		if !seen[l] {
+			seen[l] = true
+			kept = append(kept, l)
+		}
+	}
+	if len(kept) == 2 && strings.HasSuffix(kept[0], ":") {
+		// One reason left: on one line.
+		return kept[0] + " " + strings.TrimSpace(kept[1])
+	}
+	return strings.Join(kept, "\n")
+}
+
+func (e *connectError) Unwrap() error { return e.err }
+
+func (e *connectError) Is(target error) bool { return target == errConnect }
 
 // A redactor removes passwords and connection strings from text meant for
 // a terminal or a log.

@@ -5,24 +5,29 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
 	"slices"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/advisory/semaphore"
 )
 
 var cmdExec = &command{
 	name:      "exec",
-	usageLine: "exec [-n | -w d] [-s] [-E code] [--heartbeat d] [--grace d] [--dsn dsn] KEY [--] command [args...]",
+	usageLine: "exec [-n | -w d] [-s | --limit N] [-E code] [--heartbeat d] [--grace d] [--dsn dsn] KEY [--] command [args...]",
 	short:     "run a command while holding an advisory lock",
 	long:      helpExec,
+	keyHint:   "pgadvisory exec [flags] -- %s command",
 	run:       runExec,
 }
+
+// maxLimit is the most slots --limit takes, as package semaphore allows.
+const maxLimit = 65536
 
 // Defaults of exec's flags.
 const (
@@ -33,12 +38,17 @@ const (
 
 // execFlags are exec's flags.
 type execFlags struct {
-	nonblock, shared, noFencing bool
-	waitSet                     bool // -w was given: wait at most wait
-	wait, heartbeat, grace      durationValue
-	conflictCode, lostCode      int
-	dsn                         *string
+	nonblock, shared, noFencing, noPGEnv bool
+	waitSet                              bool // -w was given: wait at most wait
+	wait, heartbeat, grace               durationValue
+	conflictCode, lostCode               int
+	limit                                int // --limit: the semaphore's slots; 0 without
+	dsn                                  *string
 }
+
+// tries reports whether the flags ask not to wait: -n, or -w 0, which
+// means the same, as advisory.Wait(0) does.
+func (f *execFlags) tries() bool { return f.nonblock || f.waitSet && f.wait == 0 }
 
 func runExec(ctx context.Context, e *env, cmd *command, args []string) int {
 	f := execFlags{
@@ -56,6 +66,8 @@ func runExec(ctx context.Context, e *env, cmd *command, args []string) int {
 	durationFlag(fs, &f.heartbeat, "heartbeat")
 	durationFlag(fs, &f.grace, "grace")
 	fs.BoolVar(&f.noFencing, "no-fencing", false, "")
+	fs.BoolVar(&f.noPGEnv, "no-pg-env", false, "")
+	intFlag(fs, &f.limit, "limit")
 	f.dsn = dsnFlag(fs)
 	if code := parseFlags(e, cmd, fs, args); code >= 0 {
 		return code
@@ -84,10 +96,17 @@ func runExec(ctx context.Context, e *env, cmd *command, args []string) int {
 		return usageError(e, cmd, "--lost-exit-code %d: an exit code is from 0 to 255", f.lostCode)
 	case f.heartbeat < durationValue(time.Millisecond):
 		return usageError(e, cmd, "--heartbeat %v: must be at least 1ms", f.heartbeat.String())
+	case f.limit < 0 || f.limit > maxLimit:
+		return usageError(e, cmd, "--limit %d: the number of slots is from 1 to %d", f.limit, maxLimit)
+	case f.limit > 0 && f.shared:
+		return usageError(e, cmd, "--limit and -s exclude each other: a slot is an exclusive lock")
 	}
 	key, err := parseKeyArg(rest[0])
 	if err == nil && key.bare {
 		err = fmt.Errorf("%w: %q; write NAMESPACE:NAME or a number (run 'pgadvisory key %s' for the keys it maps to)", errBareName, key.text, key.text)
+	}
+	if err == nil && f.limit > 0 && !key.needsDictionary() {
+		err = checkSlots(key.key, f.limit)
 	}
 	if err != nil {
 		return usageError(e, cmd, "%v", err)
@@ -99,57 +118,80 @@ func runExec(ctx context.Context, e *env, cmd *command, args []string) int {
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
 
-	lease, db, code := acquire(ctx, e, cmd, &f, key, sigs)
-	if lease == nil {
+	h, code := acquire(ctx, e, cmd, &f, key, sigs)
+	if h == nil {
 		return code
 	}
-	defer db.Close()
-	return supervise(e, cmd, &f, lease, db, argv, sigs)
+	defer h.db.Close()
+	childEnv, err := commandEnv(e, &f, key, h)
+	if err != nil {
+		// pgx read the DSN, so this cannot happen; the lock goes.
+		h.lease.Release(context.Background())
+		return fail(e, cmd, exitUnavailable, "%v", h.db.redact.err(err))
+	}
+	return supervise(e, cmd, &f, h.lease, h.db, argv, childEnv, sigs)
 }
 
-// acquire connects and takes the lease on key. It returns the lease, or
-// nil and the exit code.
-func acquire(ctx context.Context, e *env, cmd *command, f *execFlags, key *keyArg, sigs <-chan os.Signal) (*advisory.Lease, *database, int) {
+// checkSlots reports an error when a semaphore of n slots from base
+// would pass the largest bigint; a pair key's slots wrap around within
+// the int32 after the colon, as package semaphore lays them out.
+func checkSlots(base advisory.Key, n int) error {
+	if v, ok := base.Int64(); ok && v > math.MaxInt64-int64(n-1) {
+		return fmt.Errorf("--limit %d: the slots from %d would pass the largest bigint", n, v)
+	}
+	return nil
+}
+
+// A holding is what exec runs the command under: a lease, and with --limit,
+// which slot it holds.
+type holding struct {
+	lease *advisory.Lease
+	db    *database
+	slot  int // with --limit, the slot's number from 0
+}
+
+// acquire connects and takes the lease on key (with --limit, a slot of
+// the semaphore from key). It returns the hold, or nil and the exit code.
+func acquire(ctx context.Context, e *env, cmd *command, f *execFlags, key *keyArg, sigs <-chan os.Signal) (*holding, int) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type result struct {
-		lease *advisory.Lease
-		db    *database
-		code  int
+		h    *holding
+		code int
 	}
 	done := make(chan result, 1)
 	go func() {
 		db, err := openDB(ctx, e, *f.dsn, "pgadvisory exec")
 		if err != nil {
+			if key.needsDictionary() {
+				err = key.explainUnreachable(err)
+			}
 			done <- result{code: fail(e, cmd, exitUnavailable, "%v", err)}
 			return
 		}
 		if err := key.resolve(ctx, db); err != nil {
 			db.Close()
-			done <- result{code: fail(e, cmd, exitUnavailable, "%v", db.redact.err(explainPooler(err)))}
+			code := exitUnavailable
+			if errors.Is(err, errNoNamespace) {
+				code = exitUsage
+			}
+			done <- result{code: fail(e, cmd, code, "%v", db.redact.err(explainPooler(err)))}
 			return
 		}
-		opts := []advisory.LeaseOption{advisory.Heartbeat(time.Duration(f.heartbeat))}
-		if !f.noFencing {
-			opts = append(opts, advisory.Fencing())
+		if f.limit > 0 {
+			if err := checkSlots(key.key, f.limit); err != nil {
+				db.Close()
+				done <- result{code: fail(e, cmd, exitUsage, "%v", err)}
+				return
+			}
 		}
-		if f.nonblock {
-			opts = append(opts, advisory.Try())
-		}
-		if f.waitSet {
-			opts = append(opts, advisory.Wait(time.Duration(f.wait))) // -w 0 does not wait, as -n
-		}
-		if f.shared {
-			opts = append(opts, advisory.Shared())
-		}
-		lease, err := advisory.Acquire(ctx, db.DB, key.key, opts...)
+		h, err := take(ctx, db, f, key)
 		var code int
 		switch {
 		case err == nil:
-		case errors.Is(err, advisory.ErrNotAcquired):
-			code = fail(e, cmd, f.conflictCode, "lock %s is held by another session", describeKey(key))
-		case errors.Is(err, advisory.ErrLockTimeout):
-			code = fail(e, cmd, f.conflictCode, "lock %s: gave up waiting after %v", describeKey(key), time.Duration(f.wait))
+		case errors.Is(err, advisory.ErrNotAcquired), errors.Is(err, advisory.ErrLockTimeout),
+			errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
+			code = fail(e, cmd, f.conflictCode, "%s", conflictMessage(ctx, db, f, key))
 		case ctx.Err() != nil:
 			code = exitUnavailable // interrupted; the caller says by what
 		default:
@@ -158,11 +200,11 @@ func acquire(ctx context.Context, e *env, cmd *command, f *execFlags, key *keyAr
 		if err != nil {
 			db.Close()
 		}
-		done <- result{lease, db, code}
+		done <- result{h, code}
 	}()
 	select {
 	case r := <-done:
-		return r.lease, r.db, r.code
+		return r.h, r.code
 	case s := <-sigs:
 		// The wait ends when ctx does; the goroutine's db.Close then
 		// waits, within a bound, until the server has ended the
@@ -170,21 +212,112 @@ func acquire(ctx context.Context, e *env, cmd *command, f *execFlags, key *keyAr
 		// exits.
 		cancel()
 		r := <-done
-		if r.lease != nil {
+		if r.h != nil {
 			rctx, rcancel := context.WithTimeout(context.Background(), releaseTimeout)
-			r.lease.Release(rctx)
+			r.h.lease.Release(rctx)
 			rcancel()
-			r.db.Close()
+			r.h.db.Close()
 		}
-		fmt.Fprintf(e.stderr, "pgadvisory %s: interrupted by %v while waiting for lock %s\n", cmd.name, s, describeKey(key))
-		return nil, nil, exitSignal + signalNumber(s)
+		fmt.Fprintf(e.stderr, "pgadvisory %s: interrupted by %s while waiting for %s\n", cmd.name, signalName(s), describeWait(f, key))
+		return nil, exitSignal + signalNumber(s)
 	}
+}
+
+// take takes the lease on key, or with --limit a slot of the semaphore
+// from key, as the flags say.
+func take(ctx context.Context, db *database, f *execFlags, key *keyArg) (*holding, error) {
+	if f.limit > 0 {
+		opts := []semaphore.Option{semaphore.Heartbeat(time.Duration(f.heartbeat))}
+		if !f.noFencing {
+			opts = append(opts, semaphore.Fencing())
+		}
+		sem := semaphore.New(db.DB, key.key, f.limit, opts...)
+		var lease *advisory.Lease
+		var err error
+		switch {
+		case f.tries():
+			lease, err = sem.TryAcquire(ctx)
+		case f.waitSet:
+			wctx, cancel := context.WithTimeout(ctx, time.Duration(f.wait))
+			lease, err = sem.Acquire(wctx)
+			cancel()
+		default:
+			lease, err = sem.Acquire(ctx)
+		}
+		if err != nil {
+			return nil, err
+		}
+		h := &holding{lease: lease, db: db}
+		for i := range f.limit {
+			if sem.Slot(i) == lease.Key() {
+				h.slot = i
+				break
+			}
+		}
+		return h, nil
+	}
+	opts := []advisory.LeaseOption{advisory.Heartbeat(time.Duration(f.heartbeat))}
+	if !f.noFencing {
+		opts = append(opts, advisory.Fencing())
+	}
+	if f.nonblock {
+		opts = append(opts, advisory.Try())
+	}
+	if f.waitSet {
+		opts = append(opts, advisory.Wait(time.Duration(f.wait))) // -w 0 does not wait, as -n
+	}
+	if f.shared {
+		opts = append(opts, advisory.Shared())
+	}
+	lease, err := advisory.Acquire(ctx, db.DB, key.key, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &holding{lease: lease, db: db}, nil
+}
+
+// conflictMessage says that the lock is taken (with -n, -w 0) or that
+// the wait ran out (-w), and who holds it, from one query of pg_locks.
+func conflictMessage(ctx context.Context, db *database, f *execFlags, key *keyArg) string {
+	keys := []advisory.Key{key.key}
+	if f.limit > 0 {
+		sem := semaphore.New(db.DB, key.key, f.limit)
+		keys = keys[:0]
+		for i := range f.limit {
+			keys = append(keys, sem.Slot(i))
+		}
+	}
+	var by string
+	if hs, qerr := holders(ctx, db.DB, keys, f.shared); qerr == nil {
+		by = describeHolders(hs)
+	}
+	what := "lock " + describeKey(key)
+	if f.limit > 0 {
+		what = fmt.Sprintf("every one of the %d slots from %s", f.limit, describeKey(key))
+	}
+	switch {
+	case f.tries() && by != "":
+		return fmt.Sprintf("%s is held by %s", what, by)
+	case f.tries():
+		return fmt.Sprintf("%s is held by another session", what)
+	case by != "":
+		return fmt.Sprintf("%s: gave up waiting after %v; held by %s", what, time.Duration(f.wait), by)
+	}
+	return fmt.Sprintf("%s: gave up waiting after %v", what, time.Duration(f.wait))
+}
+
+// describeWait names what exec waits for, for a message.
+func describeWait(f *execFlags, key *keyArg) string {
+	if f.limit > 0 {
+		return fmt.Sprintf("one of the %d slots from %s", f.limit, describeKey(key))
+	}
+	return "lock " + describeKey(key)
 }
 
 // supervise runs argv under lease, passes signals on to it, stops it when
 // the lease is lost, and releases the lease when it ends. It returns the
 // exit code.
-func supervise(e *env, cmd *command, f *execFlags, lease *advisory.Lease, db *database, argv []string, sigs <-chan os.Signal) int {
+func supervise(e *env, cmd *command, f *execFlags, lease *advisory.Lease, db *database, argv, childEnv []string, sigs <-chan os.Signal) int {
 	release := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 		defer cancel()
@@ -192,9 +325,7 @@ func supervise(e *env, cmd *command, f *execFlags, lease *advisory.Lease, db *da
 	}
 	child := exec.Command(argv[0], argv[1:]...)
 	child.Stdin, child.Stdout, child.Stderr = e.stdin, e.stdout, e.stderr
-	child.Env = append(e.environ(),
-		"PGADVISORY_KEY="+lease.Key().String(),
-		"PGADVISORY_TOKEN="+strconv.FormatInt(lease.Token(), 10))
+	child.Env = childEnv
 	waited, err := startChild(child)
 	if err != nil {
 		release()

@@ -60,9 +60,9 @@ func TestExecExitCodes(t *testing.T) {
 			{name: "ExclusiveWithShared", args: append([]string{"exec", "-n", "9003"}, touch...), code: 1},
 			{name: "PairKey", args: append([]string{"exec", "-n", "9002:1"}, touch...), code: 0, ran: true},
 			{name: "NegativeKey", args: append([]string{"exec", "-n", "--", "-9002"}, touch...), code: 0, ran: true},
-			{name: "UsageNoCommand", args: []string{"exec", "9001"}, code: 2, stderr: "no command given"},
-			{name: "UsageBareName", args: []string{"exec", "nightly", "--", "true"}, code: 2, stderr: "a bare name is not a key"},
-			{name: "UsageFlagAfterKey", args: []string{"exec", "9001", "-n", "--", "true"}, code: 2, stderr: "flags go before KEY"},
+			{name: "UsageNoCommand", args: []string{"exec", "9001"}, code: 64, stderr: "no command given"},
+			{name: "UsageBareName", args: []string{"exec", "nightly", "--", "true"}, code: 64, stderr: "a bare name is not a key"},
+			{name: "UsageFlagAfterKey", args: []string{"exec", "9001", "-n", "--", "true"}, code: 64, stderr: "flags go before KEY"},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
@@ -94,7 +94,7 @@ func TestExecEnvironment(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		show := []string{"--", "sh", "-c", `echo "$PGADVISORY_KEY $PGADVISORY_TOKEN"`}
+		show := []string{"--", "sh", "-c", `echo "$PGADVISORY_LOCK_KEY $PGADVISORY_FENCING_TOKEN"`}
 		runs := []struct {
 			name string
 			env  []string

@@ -15,9 +15,20 @@ read as advisory.ParseKey reads it. See 'pgadvisory help keys'. A negative
 KEY goes after "--":
 pgadvisory exec -- -42 -- command.
 
-The command inherits stdin, stdout and stderr, and its environment gains
-PGADVISORY_KEY, the key as a number or pair, and PGADVISORY_TOKEN, the lease's
-fencing token: it grows with each holder of the key, so a resource that
+The command inherits stdin, stdout and stderr, and an environment that names
+the connection pgadvisory used, so that psql and other libpq programs reach
+the same database: PGHOST, PGPORT, PGDATABASE, PGUSER, PGSSLMODE and every
+other setting of the DSN that libpq has a variable for (PGPASSWORD only when
+the DSN holds the password; nothing is added to the command's arguments).
+With --dsn, DATABASE_URL is that DSN, or is removed when the DSN is
+keyword/value pairs. The environment also gains:
+
+	PGADVISORY_LOCK_KEY       the key of the lock held, as 42 or 7:2091003772
+	PGADVISORY_FENCING_TOKEN  the lease's fencing token (not with --no-fencing)
+	PGADVISORY_SLOT           with --limit, the slot held, from 0
+	PGADVISORY_LIMIT          with --limit, the number of slots
+
+A fencing token grows with each holder of the key, so a resource that
 records the highest token it has seen can refuse a holder that lost its lock.
 The signals pgadvisory receives (INT, TERM, HUP, QUIT, USR1, USR2, WINCH) are
 passed on to the command, and its exit code is pgadvisory's. While
@@ -38,10 +49,16 @@ The flags are:
 		Fail at once if another session holds the lock.
 	-w, --wait d
 		Fail if the lock is not granted within d (30s, 1m, or a number of
-		seconds); -w 0 does not wait, as -n. Without -n or -w, wait as
-		long as it takes.
+		seconds). -w 0 does not wait: it is -n, as the library's Wait(0)
+		is Try. Without -n or -w, wait as long as it takes.
 	-s, --shared
-		Take a shared lock, which other shared holders may hold too.
+		Take a shared lock, which other shared holders may hold too, and
+		which waits while an exclusive holder holds the key.
+	--limit N
+		Run under one of N slots, as a semaphore: at most N commands
+		run at once across every pgadvisory exec --limit N with the same
+		KEY. The slots are the N keys from KEY (for 7:100, 7:100 to
+		7:100+N-1; for 42, 42 to 42+N-1), which nothing else may lock.
 	-E, --conflict-exit-code code
 		Exit with code when -n finds the lock held or -w runs out (default 1).
 	--heartbeat d
@@ -51,25 +68,32 @@ The flags are:
 	--lost-exit-code code
 		Exit with code after a loss (default 75).
 	--no-fencing
-		Take no fencing token (PGADVISORY_TOKEN is 0). Tokens come from the
-		sequence pgadvisory.fencing_token, one per database, which the first
-		use creates (this needs CREATE on the database).
+		Take no fencing token (PGADVISORY_FENCING_TOKEN is not set). Tokens
+		come from the sequence pgadvisory.fencing_token, one per database,
+		which the first use creates (this needs CREATE on the database).
+	--no-pg-env
+		Leave the command's PG* variables and DATABASE_URL as pgadvisory
+		found them.
 	--dsn dsn
 		The database; see 'pgadvisory help connect'.
 
-Exit codes:
+When -n finds the lock held, or -w runs out, the message names the
+sessions that hold it: their PID, application_name, and their session's
+age, which bounds how long they have held it.
+
+Exit codes ('pgadvisory help exit-codes' has every command's):
 
 	the command's   the command ran; a command killed by signal N gives 128+N
 	1 (or -E)       the lock is held elsewhere (-n), or the wait ran out (-w)
-	2               the command line is wrong
+	64              the command line is wrong
 	69              the lock could not be taken: no connection, a server
 	                error, a hot standby, a transaction pooler, a deadlock
 	75              the lock was lost while the command ran
 	126, 127        the command could not be run, or was not found
 	128+N           pgadvisory got signal N while waiting for the lock
 
-Flags go before KEY. Each takes one dash or two, and short flags do not
-combine: -n -s, not -ns.
+Flags go before KEY. Each takes one dash or two, and one-letter flags
+combine: -ns is -n -s, -sw30s is -s -w 30s.
 `
 
 const helpLocks = `
@@ -89,7 +113,10 @@ The flags are:
 	-j, --json
 		Print a JSON array of locks instead of a table.
 	--watch d
-		Print again every d until interrupted. With --json, one array a line.
+		Print again every d until interrupted. On a terminal the screen
+		is cleared first; in a file or a pipe each refresh is a block
+		that begins with its time, after a blank line. With --json, one
+		array a line.
 	-a, --all-databases
 		List the locks of every database on the server.
 	--dsn dsn
@@ -107,7 +134,8 @@ takes; exec does not accept a bare name, since it would not know which one is
 meant. Numbers and pairs are shown as they are.
 
 The database is needed only for a namespace written as a name, which is
-looked up in the dictionary table.
+looked up in the dictionary table on the server; without a database, write
+the namespace's number (7:nightly).
 
 The flags are:
 
@@ -173,4 +201,28 @@ with white space, or is empty: 7:"2024-report". In the shell, put the whole
 KEY in single quotes: '7:"2024-report"'.
 
 'pgadvisory key NAME' shows what a name maps to.
+`
+
+const helpExitCodes = `
+Every command exits with one of these codes (sysexits.h, and flock(1)
+where flock has one):
+
+	0      done
+	1      exec: the lock is held elsewhere (-n) or the wait ran out (-w),
+	       unless -E says another code; release: the PID holds no advisory
+	       lock, is this command's session, or the server did not end it;
+	       serve: it cannot listen on the address, or stopped with an error
+	64     the command line is wrong (EX_USAGE): a flag, a KEY, a namespace
+	       name the dictionary table does not hold, release without --force
+	69     the database is unavailable (EX_UNAVAILABLE): no connection, a
+	       server error, a hot standby, a transaction pooler in the way, a
+	       deadlock
+	75     exec: the lock was lost while the command ran (or
+	       --lost-exit-code)
+	126    exec: the command could not be run
+	127    exec: the command was not found
+	128+N  exec: the command was killed by signal N, or pgadvisory got
+	       signal N while waiting for the lock
+
+Otherwise exec exits with its command's code.
 `

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -15,6 +16,7 @@ var cmdKey = &command{
 	usageLine: "key [--dsn dsn] NAME|KEY...",
 	short:     "print the keys a name maps to, and the SQL that takes them",
 	long:      helpKey,
+	keyHint:   "pgadvisory key -- %s",
 	run:       runKey,
 }
 
@@ -46,11 +48,11 @@ func runKey(ctx context.Context, e *env, cmd *command, args []string) int {
 			// Only a namespace written as a name needs the database.
 			if db == nil {
 				if db, err = openDB(ctx, e, *dsn, "pgadvisory key"); err != nil {
-					return fail(e, cmd, exitError, "%v", err)
+					return fail(e, cmd, exitUnavailable, "%v", k.explainUnreachable(err))
 				}
 			}
 			if err := k.resolve(ctx, db); err != nil {
-				return fail(e, cmd, exitError, "%v", err)
+				return fail(e, cmd, resolveCode(err), "%v", err)
 			}
 		}
 		keys = append(keys, k)
@@ -63,6 +65,16 @@ func runKey(ctx context.Context, e *env, cmd *command, args []string) int {
 	}
 	fmt.Fprint(e.stdout, "\npsql holds a session lock until it exits: take it, do the work and unlock in\none psql run, or run the work under pgadvisory exec.\n")
 	return exitOK
+}
+
+// resolveCode returns the exit code for an error of keyArg.resolve: 1 when
+// the database answered that the namespace has no number, 69 when it could
+// not answer.
+func resolveCode(err error) int {
+	if errors.Is(err, errNoNamespace) {
+		return exitError
+	}
+	return exitUnavailable
 }
 
 // writeKey prints what k maps to.

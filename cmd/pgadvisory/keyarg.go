@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/advisory/keyspace"
 )
 
 // A keyArg is a KEY argument read. A KEY is what advisory.ParseKey reads,
@@ -39,6 +40,10 @@ type keyArg struct {
 
 // errBareName means a KEY argument was a bare name.
 var errBareName = errors.New("a bare name is not a key")
+
+// errNoNamespace means the dictionary table, or the namespace's row in
+// it, is missing: the database answered, and the key cannot be made.
+var errNoNamespace = errors.New("no such namespace")
 
 // parseKeyArg reads s. A namespace written as a name is left for
 // resolve to look up.
@@ -135,11 +140,11 @@ func (k *keyArg) resolve(ctx context.Context, db *database) error {
 		return err
 	}
 	if !dict.exists {
-		return fmt.Errorf("key %s: namespace %q is a name, and the dictionary table %s does not exist; write the namespace's number", k.text, k.nsName, dict.table)
+		return fmt.Errorf("key %s: namespace %q is a name, and the dictionary table %s does not exist; write the namespace's number, as in %s: %w", k.text, k.nsName, dict.table, k.numericExample(), errNoNamespace)
 	}
 	ns, ok := dict.byName(k.nsName)
 	if !ok {
-		return fmt.Errorf("key %s: no namespace is named %q in the dictionary table %s", k.text, k.nsName, dict.table)
+		return fmt.Errorf("key %s: no namespace is named %q in the dictionary table %s: %w", k.text, k.nsName, dict.table, errNoNamespace)
 	}
 	k.ns = ns.ID
 	key, err := advisory.ParseKey(fmt.Sprintf("%d:%s", ns.ID, k.rest))
@@ -148,4 +153,17 @@ func (k *keyArg) resolve(ctx context.Context, db *database) error {
 	}
 	k.key = key
 	return nil
+}
+
+// numericExample returns k with its namespace written as the number 7,
+// for messages that say how to write a key without the dictionary.
+func (k *keyArg) numericExample() string {
+	return "7:" + k.rest
+}
+
+// explainUnreachable returns err, a failure to connect, with what a
+// namespace written as a name needs: the dictionary table on the server.
+func (k *keyArg) explainUnreachable(err error) error {
+	return fmt.Errorf("key %s: namespace %q is a name, which needs the dictionary table %s on the server, and the database cannot be reached: %w; give the namespace's number instead (%s if %s is namespace 7), or see 'pgadvisory help connect'",
+		k.text, k.nsName, keyspace.DefaultTable, err, k.numericExample(), k.nsName)
 }

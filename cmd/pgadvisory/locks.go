@@ -47,16 +47,20 @@ func runLocks(ctx context.Context, e *env, cmd *command, args []string) int {
 
 	db, err := openDB(ctx, e, *dsn, "pgadvisory locks")
 	if err != nil {
-		return fail(e, cmd, exitError, "%v", err)
+		return fail(e, cmd, exitUnavailable, "%v", err)
 	}
 	defer db.Close()
 
+	var w *watcher
+	if watch > 0 {
+		w = &watcher{terminal: isTerminal(e.stdout)}
+	}
 	for {
-		if err := showLocks(ctx, e, db, asJSON, all, watch > 0); err != nil {
+		if err := showLocks(ctx, e, db, asJSON, all, w); err != nil {
 			if watch > 0 && ctx.Err() != nil {
 				return exitOK
 			}
-			return fail(e, cmd, exitError, "%v", err)
+			return fail(e, cmd, exitUnavailable, "%v", err)
 		}
 		if watch == 0 {
 			return exitOK
@@ -69,8 +73,31 @@ func runLocks(ctx context.Context, e *env, cmd *command, args []string) int {
 	}
 }
 
-// showLocks reads the locks once and prints them.
-func showLocks(ctx context.Context, e *env, db *database, asJSON, all, watching bool) error {
+// A watcher is the state of locks --watch between refreshes.
+type watcher struct {
+	terminal bool // stdout is a terminal: clear it before each refresh
+	shown    int  // refreshes printed so far
+}
+
+// header starts a refresh of the table. On a terminal it clears the
+// screen and says when, as watch(1) does. Elsewhere, in a file or a pipe,
+// it writes no control codes: each refresh is a block that begins with
+// its time, and a blank line separates it from the previous one.
+func (w *watcher) header(out io.Writer, now time.Time) {
+	switch {
+	case w.terminal:
+		fmt.Fprintf(out, "\033[H\033[2J%s\n\n", now.Format(time.DateTime))
+	case w.shown > 0:
+		fmt.Fprintf(out, "\n%s\n\n", now.Format(time.DateTime))
+	default:
+		fmt.Fprintf(out, "%s\n\n", now.Format(time.DateTime))
+	}
+	w.shown++
+}
+
+// showLocks reads the locks once and prints them; w is nil unless the
+// command runs with --watch.
+func showLocks(ctx context.Context, e *env, db *database, asJSON, all bool, w *watcher) error {
 	dict, err := loadDictionary(ctx, db)
 	if err != nil {
 		return err
@@ -85,11 +112,10 @@ func showLocks(ctx context.Context, e *env, db *database, asJSON, all, watching 
 	}
 	now := time.Now()
 	if asJSON {
-		return writeLocksJSON(e.stdout, locks, now, watching)
+		return writeLocksJSON(e.stdout, locks, now, w != nil)
 	}
-	if watching {
-		// Clear the terminal and say when, as watch(1) does.
-		fmt.Fprintf(e.stdout, "\033[H\033[2J%s\n\n", now.Format(time.DateTime))
+	if w != nil {
+		w.header(e.stdout, now)
 	}
 	writeLocksTable(e.stdout, locks, now, all)
 	return nil
@@ -218,7 +244,7 @@ func writeLocksJSON(w io.Writer, locks []inspect.Lock, now time.Time, watching b
 			XactStart:       timePtr(l.XactStart),
 			StateChange:     timePtr(l.StateChange),
 			WaitStart:       timePtr(l.WaitStart),
-			WaitedSeconds:   l.Waited.Seconds(),
+			WaitedSeconds:   seconds(l.Waited),
 			BlockedBy:       l.BlockedBy,
 		}
 		if j.BlockedBy == nil {
@@ -236,6 +262,12 @@ func writeLocksJSON(w io.Writer, locks []inspect.Lock, now time.Time, watching b
 		enc.SetIndent("", "  ")
 	}
 	return enc.Encode(out)
+}
+
+// seconds returns d in seconds, rounded to the millisecond: 1.537, not
+// 1.5366870000000001.
+func seconds(d time.Duration) float64 {
+	return float64(d.Round(time.Millisecond).Milliseconds()) / 1000
 }
 
 func timePtr(t time.Time) *time.Time {

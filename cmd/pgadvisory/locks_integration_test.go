@@ -168,7 +168,7 @@ func TestLocksAndRelease(t *testing.T) {
 		t.Run("Release", func(t *testing.T) {
 			pid := strconv.Itoa(holderPID)
 			r := runCLI(t, env, "release", "--pid", pid)
-			if r.code != 2 || !strings.Contains(r.stderr, "without --force") || !strings.Contains(r.stderr, "holds exclusive 7001") {
+			if r.code != exitUsage || !strings.Contains(r.stderr, "without --force") || !strings.Contains(r.stderr, "holds exclusive 7001") {
 				t.Fatalf("without --force: exit %d, want 2 and a refusal\nstderr: %s", r.code, r.stderr)
 			}
 			if locks, _ := pgtest.LocksOf(ctx, db, bigint); !slices.ContainsFunc(locks, func(l pgtest.Lock) bool { return l.PID == holderPID && l.Granted }) {

@@ -12,6 +12,7 @@
 //	key         print the keys a name maps to, and the SQL that takes them
 //	release     end the session that holds a lock
 //	serve       serve lock metrics and a page of who holds and who waits
+//	version     print pgadvisory's version
 //
 // Use "pgadvisory help <command>" for more information about a command,
 // and "pgadvisory help connect" for how it finds the database. See
@@ -24,13 +25,6 @@ import (
 	"io"
 	"os"
 	"strings"
-)
-
-// Exit codes every command shares. exec adds its own; see exitcodes.go.
-const (
-	exitOK    = 0
-	exitError = 1 // the command failed
-	exitUsage = 2 // the command line was wrong
 )
 
 // env is what a command sees of the process, so that tests can run one
@@ -48,7 +42,11 @@ type command struct {
 	usageLine string // after "usage: pgadvisory "
 	short     string // one line for the command list
 	long      string // the text of "pgadvisory help <name>"
-	run       func(ctx context.Context, e *env, cmd *command, args []string) int
+	// keyHint, for a command that takes a KEY, is its command line with
+	// a negative key (%s) after "--", for the message that says how to
+	// write one.
+	keyHint string
+	run     func(ctx context.Context, e *env, cmd *command, args []string) int
 }
 
 // commands lists the subcommands in the order help shows them. It is filled
@@ -57,12 +55,13 @@ var commands []*command
 
 // topics are help texts that are not commands.
 var topics = map[string]string{
-	"connect": helpConnect,
-	"keys":    helpKeys,
+	"connect":    helpConnect,
+	"keys":       helpKeys,
+	"exit-codes": helpExitCodes,
 }
 
 func init() {
-	commands = []*command{cmdExec, cmdLocks, cmdKey, cmdRelease, cmdServe}
+	commands = []*command{cmdExec, cmdLocks, cmdKey, cmdRelease, cmdServe, cmdVersion}
 }
 
 func main() {
@@ -87,6 +86,8 @@ func run(ctx context.Context, e *env, args []string) int {
 	switch name {
 	case "help", "-h", "-help", "--help":
 		return runHelp(e, args[1:])
+	case "--version", "-version":
+		return cmdVersion.run(ctx, e, cmdVersion, args[1:])
 	}
 	cmd := lookup(name)
 	if cmd == nil {
@@ -140,6 +141,7 @@ func printMainUsage(w io.Writer) {
 	fmt.Fprint(w, "Additional help topics:\n\n")
 	fmt.Fprintf(w, "\t%-11s %s\n", "connect", "how pgadvisory finds the database")
 	fmt.Fprintf(w, "\t%-11s %s\n", "keys", "how KEY arguments are written")
+	fmt.Fprintf(w, "\t%-11s %s\n", "exit-codes", "what each exit code means")
 	fmt.Fprint(w, "\nUse \"pgadvisory help <topic>\" for more information about that topic.\n")
 }
 

@@ -41,17 +41,17 @@ func runRelease(ctx context.Context, e *env, cmd *command, args []string) int {
 	}
 	db, err := openDB(ctx, e, *dsn, "pgadvisory release")
 	if err != nil {
-		return fail(e, cmd, exitError, "%v", err)
+		return fail(e, cmd, exitUnavailable, "%v", err)
 	}
 	defer db.Close()
 
 	dict, err := loadDictionary(ctx, db)
 	if err != nil {
-		return fail(e, cmd, exitError, "%v", err)
+		return fail(e, cmd, exitUnavailable, "%v", err)
 	}
 	all, err := inspect.Locks(ctx, db.DB, inspect.WithRegistry(dict.registry), inspect.AllDatabases())
 	if err != nil {
-		return fail(e, cmd, exitError, "%v", db.redact.err(err))
+		return fail(e, cmd, exitUnavailable, "%v", db.redact.err(err))
 	}
 	var held []inspect.Lock
 	for _, l := range all {
@@ -75,7 +75,7 @@ func runRelease(ctx context.Context, e *env, cmd *command, args []string) int {
 	}
 	var ended bool
 	if err := db.QueryRowContext(ctx, sqlTerminate, pid).Scan(&ended); err != nil {
-		return fail(e, cmd, exitError, "ending pid %d: %v", pid, db.redact.err(err))
+		return fail(e, cmd, exitUnavailable, "ending pid %d: %v", pid, db.redact.err(err))
 	}
 	if !ended {
 		return fail(e, cmd, exitError, "pid %d: the server did not end it (it may have ended already)", pid)

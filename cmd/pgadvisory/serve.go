@@ -90,7 +90,7 @@ func runServe(ctx context.Context, e *env, cmd *command, args []string) int {
 
 	db, err := openDB(ctx, e, *dsn, "pgadvisory serve")
 	if err != nil {
-		return fail(e, cmd, exitError, "%v", err)
+		return fail(e, cmd, exitUnavailable, "%v", err)
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(serveMaxConns)
@@ -99,10 +99,10 @@ func runServe(ctx context.Context, e *env, cmd *command, args []string) int {
 	logger := log.New(e.stderr, "pgadvisory serve: ", log.LstdFlags)
 	st := &serveState{db: db, names: new(keyspace.Registry)}
 	if err := db.QueryRowContext(ctx, `SELECT pg_catalog.current_database()`).Scan(&st.database); err != nil {
-		return fail(e, cmd, exitError, "%v", db.redact.err(err))
+		return fail(e, cmd, exitUnavailable, "%v", db.redact.err(err))
 	}
 	if _, err := st.loadNames(ctx); err != nil {
-		return fail(e, cmd, exitError, "%v", err)
+		return fail(e, cmd, exitUnavailable, "%v", err)
 	}
 
 	reg := prometheus.NewRegistry()

@@ -21,3 +21,11 @@ func signalNumber(s os.Signal) int {
 	}
 	return 0
 }
+
+// signalName returns s's name, for messages.
+func signalName(s os.Signal) string {
+	if s == os.Interrupt {
+		return "an interrupt"
+	}
+	return s.String()
+}

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"syscall"
 )
@@ -23,4 +24,23 @@ func signalNumber(s os.Signal) int {
 		return int(n)
 	}
 	return 0
+}
+
+// signalNames are the names of the signals exec catches, as kill(1)
+// writes them.
+var signalNames = map[syscall.Signal]string{
+	syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP",
+	syscall.SIGQUIT: "SIGQUIT", syscall.SIGUSR1: "SIGUSR1", syscall.SIGUSR2: "SIGUSR2",
+	syscall.SIGWINCH: "SIGWINCH",
+}
+
+// signalName returns s's name, such as SIGTERM, for messages.
+func signalName(s os.Signal) string {
+	if n, ok := s.(syscall.Signal); ok {
+		if name, ok := signalNames[n]; ok {
+			return name
+		}
+		return fmt.Sprintf("signal %d", int(n))
+	}
+	return s.String()
 }
