@@ -81,8 +81,12 @@
 // in doubt is closed rather than pooled. They have no heartbeat: a
 // connection runs one statement at a time, fn's own.
 //
-// # Not yet
+// # Leases and the Locker
 //
-// Leases, the Locker and the recipes of advisory's subpackages exist only
-// on database/sql for now; docs/pgx.md says what they need.
+// Acquire takes a lease on a connection of a pool, held until its Release
+// or a loss, and NewLocker holds many leases on a few of the pool's
+// connections. They run on database/sql over the pool's own connections,
+// with every guarantee of advisory's leases; see docs/pgx.md. The recipes
+// of advisory's subpackages take a *sql.DB: give them
+// stdlib.OpenDBFromPool(pool).
 package pgxlock
