@@ -6,6 +6,7 @@ import (
 	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
-// TestMain starts the PostgreSQL servers the benchmarks use, and stops
-// them at the end.
-func TestMain(m *testing.M) { pgtest.Main(m) }
+// TestMain starts the PostgreSQL servers the benchmarks use, stops them at
+// the end, and then writes the figures the benchmarks recorded
+// (PGADVISORY_BENCH_DATA) for ci/bench/report.
+func TestMain(m *testing.M) { pgtest.Main(m, writeData) }

@@ -49,6 +49,9 @@ func BenchmarkWaitOrder(b *testing.B) {
 						db.SetMaxOpenConns(orderWaiters + 2)
 						for range b.N {
 							inTurn, skipped := waitOrder(b, db, variant == "library", c.hold, c.handoffs)
+							group := fmt.Sprintf("%s/%s/hold=%v", s.Name, driver, c.hold)
+							record("waitorder-inturn", group, variant, inTurn)
+							record("waitorder-skipped", group, variant, float64(skipped))
 							b.ReportMetric(inTurn, "in-turn")
 							b.ReportMetric(float64(skipped), "skipped-max")
 						}

@@ -70,6 +70,44 @@ func writeResults(tb testing.TB) {
 	}
 }
 
+// data collects every repeat's figures for ci/bench/report: by
+// benchmark, group (a server and driver, "pg15/pq"), variant.
+var data = struct {
+	sync.Mutex
+	M map[string]map[string]map[string][]float64
+}{M: map[string]map[string]map[string][]float64{}}
+
+// record adds one repeat's figure v of variant in group to bench's data.
+func record(bench, group, variant string, v float64) {
+	data.Lock()
+	defer data.Unlock()
+	g := data.M[bench]
+	if g == nil {
+		g = map[string]map[string][]float64{}
+		data.M[bench] = g
+	}
+	if g[group] == nil {
+		g[group] = map[string][]float64{}
+	}
+	g[group][variant] = append(g[group][variant], v)
+}
+
+// writeData writes the figures [record] collected, as JSON, to the file
+// PGADVISORY_BENCH_DATA names, if any, for ci/bench/report.
+func writeData() error {
+	path := os.Getenv("PGADVISORY_BENCH_DATA")
+	if path == "" {
+		return nil
+	}
+	data.Lock()
+	defer data.Unlock()
+	b, err := json.MarshalIndent(data.M, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
 // table renders rows as a Markdown table.
 func table(header []string, rows [][]string) string {
 	var b strings.Builder

@@ -3,6 +3,7 @@ package bench_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -35,13 +36,14 @@ const (
 // transaction lock, committed.
 const pgbenchScript = `\set k random(1, 1000000000)
 BEGIN;
-SELECT pg_try_advisory_xact_lock(:k);
+SELECT pg_catalog.pg_try_advisory_xact_lock(:k);
 COMMIT;
 `
 
 // A txVariant runs one transaction with a try of key k on c.
 type txVariant struct {
 	name    string
+	hand    bool // by hand through database/sql, which the library is set against
 	pgxOnly bool // worth running on pgx alone
 	run     func(ctx context.Context, c txClient, k int64) error
 }
@@ -54,54 +56,113 @@ type txClient struct {
 	pool *pgxpool.Pool
 }
 
-// rawTx runs BEGIN, query with args, COMMIT.
-func rawTx(ctx context.Context, db *sql.DB, query string, args ...any) error {
+// A handForm is one way to write the try by hand: through ExecContext,
+// reading the answer from RowsAffected, or QueryRowContext, scanning it;
+// as "SELECT 1 WHERE f(k)" or "SELECT f(k)"; the key in the text or as
+// $1. ExecContext with the plain SELECT has no answer to read.
+type handForm struct {
+	name                string
+	query, where, param bool
+}
+
+// handForms are every [handForm].
+var handForms = []handForm{
+	{"exec-where-inline", false, true, false},
+	{"exec-where-param", false, true, true},
+	{"query-select-inline", true, false, false},
+	{"query-select-param", true, false, true},
+	{"query-where-inline", true, true, false},
+	{"query-where-param", true, true, true},
+}
+
+// try sends a try of the transaction lock k in form f on tx and reports
+// whether it took the lock.
+func (f handForm) try(ctx context.Context, tx *sql.Tx, k int64) (bool, error) {
+	text := "pg_catalog.pg_try_advisory_xact_lock($1)"
+	var args []any
+	if f.param {
+		args = []any{k}
+	} else {
+		text = "pg_catalog.pg_try_advisory_xact_lock(" + strconv.FormatInt(k, 10) + ")"
+	}
+	switch {
+	case !f.query:
+		res, err := tx.ExecContext(ctx, "SELECT 1 WHERE "+text, args...)
+		if err != nil {
+			return false, err
+		}
+		n, err := res.RowsAffected()
+		return n == 1, err
+	case f.where:
+		var one int
+		err := tx.QueryRowContext(ctx, "SELECT 1 WHERE "+text, args...).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	var ok bool
+	err := tx.QueryRowContext(ctx, "SELECT "+text, args...).Scan(&ok)
+	return ok, err
+}
+
+// byHand runs BEGIN, a try of k in form f, COMMIT.
+func byHand(ctx context.Context, db *sql.DB, f handForm, k int64) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, query, args...); err != nil {
+	if _, err := f.try(ctx, tx, k); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
 	return tx.Commit()
 }
 
-var txVariants = []txVariant{
-	{"raw", false, func(ctx context.Context, c txClient, k int64) error {
-		return rawTx(ctx, c.db, "SELECT pg_try_advisory_xact_lock("+strconv.FormatInt(k, 10)+")")
-	}},
-	// The $1 form, which pgx runs from a statement it prepared once per
-	// connection; on lib/pq it takes two round trips.
-	{"raw-param", true, func(ctx context.Context, c txClient, k int64) error {
-		return rawTx(ctx, c.db, "SELECT pg_try_advisory_xact_lock($1)", k)
-	}},
-	{"library", false, func(ctx context.Context, c txClient, k int64) error {
+// txVariants are the transactions BenchmarkXactThroughput compares: the
+// library's, the same by hand in every form, and on pgx the same through
+// pgx's own API.
+var txVariants = append([]txVariant{
+	{"library", false, false, func(ctx context.Context, c txClient, k int64) error {
 		return advisory.WithXactLock(ctx, c.db, advisory.Int64Key(k), func(context.Context, *sql.Tx) error { return nil }, advisory.Try())
 	}},
 	// The same transaction through pgx's own API, without database/sql:
 	// what a Go client can reach when it gives database/sql up, which
 	// this library's design does not.
-	{"pgx-native", true, func(ctx context.Context, c txClient, k int64) error {
+	{"pgx-native", false, true, func(ctx context.Context, c txClient, k int64) error {
 		tx, err := c.pool.Begin(ctx)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, "SELECT pg_try_advisory_xact_lock($1)", k); err != nil {
+		if _, err := tx.Exec(ctx, "SELECT pg_catalog.pg_try_advisory_xact_lock($1)", k); err != nil {
 			_ = tx.Rollback(ctx)
 			return err
 		}
 		return tx.Commit(ctx)
 	}},
+}, handTxVariants()...)
+
+// handTxVariants returns a variant for every form of handForms.
+func handTxVariants() []txVariant {
+	var vs []txVariant
+	for _, f := range handForms {
+		vs = append(vs, txVariant{f.name, true, false, func(ctx context.Context, c txClient, k int64) error {
+			return byHand(ctx, c.db, f, k)
+		}})
+	}
+	return vs
 }
 
 // BenchmarkXactThroughput measures transactions per second at 8 clients,
 // each transaction a try of a random transaction lock: WithXactLock(Try())
-// against the same transaction written by hand on the same driver, and
-// against pgbench running the same script in the same window (C and
-// libpq, the ceiling). The variants interleave within each repeat; it
-// reports the median of each and the library's ratios, with their ranges.
-// Each b.N runs throughputRepeats repeats; run it with -benchtime=1x.
+// against the same transaction written by hand on the same driver in every
+// form, and against pgbench running the same script in the same window (C
+// and libpq, the ceiling). The variants run one window each per repeat, in
+// an order shuffled anew for every repeat from a seed
+// (PGADVISORY_BENCH_SEED); it reports the median of each and the library's
+// ratios to the best form by hand of each repeat and to pgbench, with
+// their ranges. Each b.N runs throughputRepeats repeats; run it with
+// -benchtime=1x.
 func BenchmarkXactThroughput(b *testing.B) {
 	pgbench := findPgbench(b)
 	script := filepath.Join(b.TempDir(), "try.sql")
@@ -117,23 +178,40 @@ func BenchmarkXactThroughput(b *testing.B) {
 				if driver == pgtest.DriverPGX {
 					c.pool = openPgxPool(b, s.DSN)
 				}
+				var vs []txVariant
+				for _, v := range txVariants {
+					if !v.pgxOnly || driver == pgtest.DriverPGX {
+						vs = append(vs, v)
+					}
+				}
+				group := s.Name + "/" + driver
+				rng := newRand(b)
 				tps := map[string][]float64{}
 				for range b.N * throughputRepeats {
-					for _, v := range txVariants {
-						if v.pgxOnly && driver != pgtest.DriverPGX {
+					// pgbench is the variant numbered len(vs).
+					for _, i := range shuffled(rng, len(vs)+1) {
+						if i == len(vs) {
+							tps["pgbench"] = append(tps["pgbench"], runPgbench(b, pgbench, script, s.DSN))
 							continue
 						}
-						tps[v.name] = append(tps[v.name], runClients(b, c, v))
+						tps[vs[i].name] = append(tps[vs[i].name], runClients(b, c, vs[i]))
 					}
-					tps["pgbench"] = append(tps["pgbench"], runPgbench(b, pgbench, script, s.DSN))
 				}
 				// best is the best transaction through database/sql by hand
-				// in each repeat: raw, or raw-param where it ran.
-				for i, t := range tps["raw"] {
-					if len(tps["raw-param"]) > 0 {
-						t = max(t, tps["raw-param"][i])
+				// in each repeat.
+				tps["best"] = make([]float64, len(tps["pgbench"]))
+				for _, v := range vs {
+					if !v.hand {
+						continue
 					}
-					tps["best"] = append(tps["best"], t)
+					for i, t := range tps[v.name] {
+						tps["best"][i] = max(tps["best"][i], t)
+					}
+				}
+				for name, ts := range tps {
+					for _, t := range ts {
+						record("throughput", group, name, t)
+					}
 				}
 				ratio := func(num, den string) spread {
 					r := make([]float64, len(tps[num]))
@@ -143,7 +221,11 @@ func BenchmarkXactThroughput(b *testing.B) {
 					return spreadOf(r)
 				}
 				var rows [][]string
-				for _, name := range []string{"raw", "raw-param", "library", "pgx-native", "pgbench"} {
+				names := []string{"library", "pgx-native", "pgbench", "best"}
+				for _, f := range handForms {
+					names = append(names, f.name)
+				}
+				for _, name := range names {
 					if len(tps[name]) == 0 {
 						continue
 					}
@@ -153,7 +235,7 @@ func BenchmarkXactThroughput(b *testing.B) {
 						fmt.Sprintf("%.0f–%.0f", quantile(tps[name], 0), quantile(tps[name], 1))})
 				}
 				raw, bench, best := ratio("library", "best"), ratio("library", "pgbench"), ratio("best", "pgbench")
-				b.ReportMetric(raw.med, "library/raw")
+				b.ReportMetric(raw.med, "library/best")
 				b.ReportMetric(bench.med, "library/pgbench")
 				ceiling := ""
 				if len(tps["pgx-native"]) > 0 {
@@ -162,7 +244,7 @@ func BenchmarkXactThroughput(b *testing.B) {
 					ceiling = fmt.Sprintf("; pgx without database/sql ÷ pgbench %v", native)
 				}
 				b.Logf("%s/%s, %d clients, %d repeats of %v each:\n%s\nlibrary ÷ best hand-written %v; library ÷ pgbench %v; best hand-written ÷ pgbench %v%s",
-					s.Name, driver, clients, len(tps["raw"]), window,
+					s.Name, driver, clients, len(tps["pgbench"]), window,
 					table([]string{"variant", "tx/s (median)", "range"}, rows), raw, bench, best, ceiling)
 			})
 		}
