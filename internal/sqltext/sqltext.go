@@ -140,7 +140,7 @@ func appendCall(b []byte, name string, k Key) []byte {
 // statement renders prefix + "name(args)" + suffix with one allocation,
 // for the statements every lock call sends.
 func statement(prefix, name string, k Key, suffix string) string {
-	var buf [256]byte
+	var buf [512]byte
 	b := append(buf[:0], prefix...)
 	b = appendCall(b, name, k)
 	return string(append(b, suffix...))
