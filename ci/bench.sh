@@ -3,35 +3,57 @@
 #
 # It builds the local PostgreSQL images when they are missing
 # (ci/build-images.sh), installs redis-server, and PostgreSQL for its
-# pgbench, from Debian's packages when they are missing (as root), then
-# runs, against servers the harness starts:
+# pgbench and its server binaries, from Debian's packages when they are
+# missing (as root), then runs, once against servers in Docker (the images)
+# and once against a server of the host's own binaries (no port proxy;
+# PostgreSQL 15 on Debian bookworm):
 #
 #   - ci/bench: BenchmarkHandoff (the library against SQL by hand, polling
-#     and redsync on a local Redis) and BenchmarkXactThroughput (8 clients:
-#     the library against SQL by hand and pgbench) and BenchmarkMiddleware
-#     (httplock.XactLock against a handler by hand, 1 and 8 clients),
-#     variants interleaved within each of 5 repeats;
+#     and redsync on a local Redis), BenchmarkXactThroughput (8 clients:
+#     the library against SQL by hand and pgbench), BenchmarkMiddleware
+#     (httplock.XactLock against a handler by hand, 1 and 8 clients) and
+#     BenchmarkWaitOrder, variants interleaved within each of 5 repeats;
 #   - advisory: the interleaved lock benchmarks (TryLock+Unlock and
-#     TryXactLock against SELECT 1 and the other SQL forms, on one
-#     connection; WithXactLock against the same transaction by hand), 5 runs;
+#     TryXactLock against SELECT 1 and every form by hand, on one
+#     connection; WithXactLock against the same transaction by hand; the
+#     forms of the library's own statements), 5 runs;
 #
-# and draws the handoff latencies as docs/handoff.png. The results go to
-# the terminal and to bench-results/ (not committed); docs/benchmarks.md
-# records a run. Extra arguments go to both go test runs, for example
-# -benchtime=2x for more repeats.
+# then, once, advisory's sequential lock benchmarks (round trips and
+# allocations per call, in Docker) and BenchmarkOverhead in advisory and
+# middleware/httplock (the library's own CPU, on a driver that answers at
+# once). Every interleaved comparison runs in an order shuffled from one
+# seed, PGADVISORY_BENCH_SEED, drawn here unless it is set.
 #
-# Environment: PGADVISORY_TEST_IMAGES, as for ci/test.sh.
+# The results go to the terminal and to bench-results/ (not committed):
+# meta.txt (the seed, the machine, Go), load.txt (the load average every
+# 10 s), and per environment (docker/, local/) the benchmarks' output and
+# the figures of every repeat (data.json). It then draws the handoff
+# latencies in Docker as docs/handoff.png, and renders docs/benchmarks.md
+# from the results and the prose of ci/bench/report/benchmarks.md.tmpl
+# (go run ./report in ci/bench): the page is never edited by hand.
+# Extra arguments go to every go test run of the two environments, for
+# example -benchtime=2x for more repeats.
+#
+# Environment: PGADVISORY_TEST_IMAGES, as for ci/test.sh;
+# PGADVISORY_BENCH_SEED, the seed of the orders; PGADVISORY_BENCH_ENVS,
+# the environments to run ("docker local" unless set).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
-./ci/build-images.sh
-export PGADVISORY_TEST_IMAGES="${PGADVISORY_TEST_IMAGES:-pgadvisory/postgres:15,pgadvisory/postgres:17}"
+envs="${PGADVISORY_BENCH_ENVS:-docker local}"
+images="${PGADVISORY_TEST_IMAGES:-pgadvisory/postgres:15,pgadvisory/postgres:17}"
+if [[ " $envs " == *" docker "* ]]; then
+	./ci/build-images.sh
+fi
 
 missing=()
 command -v redis-server >/dev/null 2>&1 || [[ -x /usr/bin/redis-server ]] || missing+=(redis-server)
 command -v pgbench >/dev/null 2>&1 || compgen -G '/usr/lib/postgresql/*/bin/pgbench' >/dev/null || missing+=(postgresql)
+if [[ " $envs " == *" local "* ]] && ! compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null; then
+	missing+=(postgresql)
+fi
 if ((${#missing[@]})); then
 	if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
 		echo "bench: error: install ${missing[*]} (Debian's packages)" >&2
@@ -44,12 +66,80 @@ if ((${#missing[@]})); then
 fi
 
 out="$root/bench-results"
+rm -rf "$out"
 mkdir -p "$out"
-echo "== ci/bench: handoff and throughput"
-(cd ci/bench && PGADVISORY_BENCH_OUT="$out/handoff.json" \
-	go test -run '^$' -bench . -benchtime=1x -timeout 60m -v "$@" . | tee "$out/compare.txt")
-echo "== advisory: interleaved lock benchmarks"
-go test -run '^$' -bench Interleaved -benchtime=1000x -count=5 -timeout 60m "$@" ./advisory/ | tee "$out/advisory.txt"
-echo "== chart"
-(cd ci/bench && go run ./chart -in "$out/handoff.json" -out "$root/docs/handoff.png")
-echo "wrote docs/handoff.png; results in $out"
+seed="${PGADVISORY_BENCH_SEED:-$(od -An -N6 -tu8 /dev/urandom | tr -d ' ')}"
+export PGADVISORY_BENCH_SEED="$seed"
+{
+	echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "seed: $seed"
+	echo "go: $(go env GOVERSION) $(go env GOOS)/$(go env GOARCH)"
+	echo "kernel: $(uname -sr)"
+	echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+	echo "cpus: $(nproc)"
+	echo "memory: $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)"
+	echo "docker: $(docker version --format '{{.Server.Version}}' 2>/dev/null || echo none)"
+	echo "environments: $envs"
+	echo "args: $*"
+} >"$out/meta.txt"
+cat "$out/meta.txt"
+
+# The load average every 10 s while the suite runs.
+(while :; do
+	echo "$(date +%s) $(cut -d' ' -f1-3 /proc/loadavg)"
+	sleep 10
+done) >"$out/load.txt" &
+sampler=$!
+trap 'kill "$sampler" 2>/dev/null || true' EXIT
+
+# suite runs ci/bench and advisory's interleaved benchmarks in the
+# environment named $1, the rest of the arguments going to go test.
+suite() {
+	local env="$1"
+	shift
+	mkdir -p "$out/$env"
+	echo "== $env: ci/bench: handoff, throughput, middleware, wait order"
+	(cd ci/bench && PGADVISORY_BENCH_OUT="$out/$env/handoff.json" PGADVISORY_BENCH_DATA="$out/$env/data.json" \
+		go test -run '^$' -bench . -benchtime=1x -timeout 90m -v "$@" . | tee "$out/$env/compare.txt")
+	echo "== $env: advisory: interleaved lock benchmarks"
+	go test -run '^$' -bench Interleaved -benchtime=1000x -count=5 -timeout 90m "$@" ./advisory/ | tee "$out/$env/advisory.txt"
+}
+
+for env in $envs; do
+	case "$env" in
+	docker) (
+		export PGADVISORY_TEST_IMAGES="$images"
+		suite docker "$@"
+	) ;;
+	local) (
+		# No Docker: the harness falls back to the host's binaries.
+		unset PGADVISORY_TEST_IMAGES
+		export DOCKER_HOST=unix:///nonexistent
+		suite local "$@"
+	) ;;
+	*)
+		echo "bench: error: unknown environment $env (docker, local)" >&2
+		exit 1
+		;;
+	esac
+done
+
+first="${envs%% *}"
+echo "== $first: advisory: round trips and allocations per call"
+if [[ "$first" == docker ]]; then
+	export PGADVISORY_TEST_IMAGES="$images"
+else
+	unset PGADVISORY_TEST_IMAGES
+	export DOCKER_HOST=unix:///nonexistent
+fi
+go test -run '^$' -bench '^Benchmark(TryLock|TryXactLock|WithXactLock)$' -benchtime=200x -timeout 60m ./advisory/ |
+	tee "$out/$first/sequential.txt"
+echo "== the library's own CPU, on a driver that answers at once"
+go test -run '^$' -bench '^BenchmarkOverhead$' -benchtime=200000x -count=5 ./advisory/ ./middleware/httplock/ |
+	tee "$out/overhead.txt"
+
+kill "$sampler" 2>/dev/null || true
+echo "== chart and report"
+(cd ci/bench && go run ./chart -in "$out/$first/handoff.json" -out "$root/docs/handoff.png")
+(cd ci/bench && go run ./report -results "$out" -template report/benchmarks.md.tmpl -out "$root/docs/benchmarks.md")
+echo "wrote docs/handoff.png and docs/benchmarks.md; results in $out"

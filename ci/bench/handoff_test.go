@@ -137,6 +137,7 @@ func BenchmarkHandoff(b *testing.B) {
 	rs := redsync.New(goredis.NewPool(rdb))
 	b.Cleanup(func() { writeResults(b) })
 	for _, s := range pgtest.Servers(b) {
+		noteServer(b, s)
 		for _, driver := range []string{pgtest.DriverPQ, pgtest.DriverPGX} {
 			group := s.Name + "/" + driver
 			b.Run(group, func(b *testing.B) {

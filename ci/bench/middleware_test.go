@@ -38,6 +38,7 @@ const (
 // b.N runs middlewareRepeats repeats; run it with -benchtime=1x.
 func BenchmarkMiddleware(b *testing.B) {
 	for _, s := range pgtest.Servers(b) {
+		noteServer(b, s)
 		for _, driver := range []string{pgtest.DriverPQ, pgtest.DriverPGX} {
 			b.Run(s.Name+"/"+driver, func(b *testing.B) {
 				db := s.Open(b, driver)

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // quantile returns the q-quantile of xs (nearest rank), or 0 for none.
@@ -71,11 +73,25 @@ func writeResults(tb testing.TB) {
 }
 
 // data collects every repeat's figures for ci/bench/report: by
-// benchmark, group (a server and driver, "pg15/pq"), variant.
+// benchmark, group (a server and driver, "pg15/pq"), variant; and the
+// version() of every server the benchmarks ran on, by name.
 var data = struct {
 	sync.Mutex
-	M map[string]map[string]map[string][]float64
-}{M: map[string]map[string]map[string][]float64{}}
+	M       map[string]map[string]map[string][]float64
+	Servers map[string]string
+}{M: map[string]map[string]map[string][]float64{}, Servers: map[string]string{}}
+
+// noteServer records s's version() for ci/bench/report.
+func noteServer(b *testing.B, s *pgtest.Server) {
+	b.Helper()
+	var v string
+	if err := s.Open(b, pgtest.DriverPQ).QueryRow("SELECT pg_catalog.version()").Scan(&v); err != nil {
+		b.Fatal(err)
+	}
+	data.Lock()
+	defer data.Unlock()
+	data.Servers[s.Name] = v
+}
 
 // record adds one repeat's figure v of variant in group to bench's data.
 func record(bench, group, variant string, v float64) {
@@ -101,7 +117,7 @@ func writeData() error {
 	}
 	data.Lock()
 	defer data.Unlock()
-	b, err := json.MarshalIndent(data.M, "", " ")
+	b, err := json.MarshalIndent(map[string]any{"figures": data.M, "servers": data.Servers}, "", " ")
 	if err != nil {
 		return err
 	}

@@ -170,6 +170,7 @@ func BenchmarkXactThroughput(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, s := range pgtest.Servers(b) {
+		noteServer(b, s)
 		for _, driver := range []string{pgtest.DriverPQ, pgtest.DriverPGX} {
 			b.Run(s.Name+"/"+driver, func(b *testing.B) {
 				c := txClient{db: s.Open(b, driver)}
