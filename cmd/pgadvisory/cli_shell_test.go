@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"flag"
 	"runtime/debug"
 	"slices"
@@ -21,6 +22,7 @@ func TestExpandFlags(t *testing.T) {
 		var w durationValue
 		var code int
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
 		boolFlag(fs, &n, "n", "nonblock")
 		boolFlag(fs, &s, "s", "shared")
 		boolFlag(fs, &j, "j", "json")

@@ -171,11 +171,7 @@ func acquire(ctx context.Context, e *env, cmd *command, f *execFlags, key *keyAr
 		}
 		if err := key.resolve(ctx, db); err != nil {
 			db.Close()
-			code := exitUnavailable
-			if errors.Is(err, errNoNamespace) {
-				code = exitUsage
-			}
-			done <- result{code: fail(e, cmd, code, "%v", db.redact.err(explainPooler(err)))}
+			done <- result{code: fail(e, cmd, resolveCode(err), "%v", db.redact.err(explainPooler(err)))}
 			return
 		}
 		if f.limit > 0 {

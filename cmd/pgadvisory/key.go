@@ -67,12 +67,12 @@ func runKey(ctx context.Context, e *env, cmd *command, args []string) int {
 	return exitOK
 }
 
-// resolveCode returns the exit code for an error of keyArg.resolve: 1 when
-// the database answered that the namespace has no number, 69 when it could
-// not answer.
+// resolveCode returns the exit code for an error of keyArg.resolve: 64
+// when the database answered that the namespace has no number (the KEY
+// names nothing), 69 when it could not answer.
 func resolveCode(err error) int {
 	if errors.Is(err, errNoNamespace) {
-		return exitError
+		return exitUsage
 	}
 	return exitUnavailable
 }

@@ -45,6 +45,14 @@ var errBareName = errors.New("a bare name is not a key")
 // it, is missing: the database answered, and the key cannot be made.
 var errNoNamespace = errors.New("no such namespace")
 
+// A noNamespaceError says why a namespace's name has no number; it matches
+// errNoNamespace.
+type noNamespaceError struct{ msg string }
+
+func (e *noNamespaceError) Error() string { return e.msg }
+
+func (e *noNamespaceError) Is(target error) bool { return target == errNoNamespace }
+
 // parseKeyArg reads s. A namespace written as a name is left for
 // resolve to look up.
 func parseKeyArg(s string) (*keyArg, error) {
@@ -140,11 +148,11 @@ func (k *keyArg) resolve(ctx context.Context, db *database) error {
 		return err
 	}
 	if !dict.exists {
-		return fmt.Errorf("key %s: namespace %q is a name, and the dictionary table %s does not exist; write the namespace's number, as in %s: %w", k.text, k.nsName, dict.table, k.numericExample(), errNoNamespace)
+		return &noNamespaceError{fmt.Sprintf("key %s: namespace %q is a name, and the dictionary table %s does not exist; write the namespace's number, as in %s", k.text, k.nsName, dict.table, k.numericExample())}
 	}
 	ns, ok := dict.byName(k.nsName)
 	if !ok {
-		return fmt.Errorf("key %s: no namespace is named %q in the dictionary table %s: %w", k.text, k.nsName, dict.table, errNoNamespace)
+		return &noNamespaceError{fmt.Sprintf("key %s: no namespace is named %q in the dictionary table %s", k.text, k.nsName, dict.table)}
 	}
 	k.ns = ns.ID
 	key, err := advisory.ParseKey(fmt.Sprintf("%d:%s", ns.ID, k.rest))

@@ -160,8 +160,12 @@ func TestLocksAndRelease(t *testing.T) {
 				}
 			}
 			r = runCLI(t, env, "key", "nosuchnamespace:nightly")
-			if r.code != 1 || !strings.Contains(r.stderr, `no namespace is named "nosuchnamespace"`) {
-				t.Errorf("an unknown namespace: exit %d, want 1\nstderr: %s", r.code, r.stderr)
+			if r.code != exitUsage || !strings.HasSuffix(r.stderr, `no namespace is named "nosuchnamespace" in the dictionary table pgadvisory.namespaces`+"\n") {
+				t.Errorf("an unknown namespace: exit %d, want %d\nstderr: %s", r.code, exitUsage, r.stderr)
+			}
+			r = runCLI(t, env, "exec", "nosuchnamespace:nightly", "--", "true")
+			if r.code != exitUsage || !strings.Contains(r.stderr, `no namespace is named "nosuchnamespace"`) {
+				t.Errorf("exec with an unknown namespace: exit %d, want %d\nstderr: %s", r.code, exitUsage, r.stderr)
 			}
 		})
 
