@@ -173,7 +173,12 @@ Pgadvisory connects to the database named by, in order:
 The variables also fill in what a DSN leaves out, as in psql. Unless the DSN
 or PGAPPNAME names one, the session's application_name is "pgadvisory exec",
 "pgadvisory locks" and so on. Passwords are never printed: messages show
-xxxxx in their place.
+xxxxx in their place. A server that cannot be reached is exit code 69 in
+every command.
+
+exec hands the connection it used on to its command, as PGHOST, PGPORT,
+PGDATABASE, PGUSER and libpq's other variables, so that psql under exec
+reaches the same database; see 'pgadvisory help exec'.
 `
 
 const helpKeys = `
