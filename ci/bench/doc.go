@@ -4,6 +4,7 @@
 // against a handler written by hand. It is a module of its own
 // so that the Redis client the comparison needs stays out of the library's
 // requirements. It starts its own PostgreSQL servers through the project's
-// harness and its own Redis from the host's redis-server; ci/bench.sh runs
-// it and draws the chart, and docs/benchmarks.md gives the results.
+// harness and its own Redis from the host's redis-server. ci/bench.sh runs
+// it, in Docker and on the host's own server, then draws the chart
+// (./chart) and renders docs/benchmarks.md from the results (./report).
 package bench
