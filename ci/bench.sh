@@ -34,15 +34,22 @@
 # Extra arguments go to every go test run of the two environments, for
 # example -benchtime=2x for more repeats.
 #
+# A step that fails is reported and the others still run; the script then
+# exits non-zero, after the report.
+#
 # Environment: PGADVISORY_TEST_IMAGES, as for ci/test.sh;
 # PGADVISORY_BENCH_SEED, the seed of the orders; PGADVISORY_BENCH_ENVS,
-# the environments to run ("docker local" unless set).
+# the environments to run ("docker local" unless set);
+# PGADVISORY_BENCH_COMPARE, the ci/bench benchmarks to run (a -bench
+# pattern; the four above unless set: the Locker's own benchmarks in
+# ci/bench run on their own).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 envs="${PGADVISORY_BENCH_ENVS:-docker local}"
+compare="${PGADVISORY_BENCH_COMPARE:-^Benchmark(Handoff|XactThroughput|Middleware|WaitOrder)\$}"
 images="${PGADVISORY_TEST_IMAGES:-pgadvisory/postgres:15,pgadvisory/postgres:17}"
 if [[ " $envs " == *" docker "* ]]; then
 	./ci/build-images.sh
@@ -80,6 +87,7 @@ export PGADVISORY_BENCH_SEED="$seed"
 	echo "memory: $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)"
 	echo "docker: $(docker version --format '{{.Server.Version}}' 2>/dev/null || echo none)"
 	echo "environments: $envs"
+	echo "compare: $compare"
 	echo "args: $*"
 } >"$out/meta.txt"
 cat "$out/meta.txt"
@@ -92,6 +100,19 @@ done) >"$out/load.txt" &
 sampler=$!
 trap 'kill "$sampler" 2>/dev/null || true' EXIT
 
+failed=0
+
+# step runs the command after its first argument, a file that its output
+# goes to as well as the terminal, and records a failure without stopping.
+step() {
+	local file="$1"
+	shift
+	if ! "$@" 2>&1 | tee "$file"; then
+		echo "bench: error: failed: $*" >&2
+		failed=1
+	fi
+}
+
 # suite runs ci/bench and advisory's interleaved benchmarks in the
 # environment named $1, the rest of the arguments going to go test.
 suite() {
@@ -99,10 +120,14 @@ suite() {
 	shift
 	mkdir -p "$out/$env"
 	echo "== $env: ci/bench: handoff, throughput, middleware, wait order"
-	(cd ci/bench && PGADVISORY_BENCH_OUT="$out/$env/handoff.json" PGADVISORY_BENCH_DATA="$out/$env/data.json" \
-		go test -run '^$' -bench . -benchtime=1x -timeout 90m -v "$@" . | tee "$out/$env/compare.txt")
+	(
+		cd ci/bench
+		export PGADVISORY_BENCH_OUT="$out/$env/handoff.json" PGADVISORY_BENCH_DATA="$out/$env/data.json"
+		step "$out/$env/compare.txt" go test -run '^$' -bench "$compare" -benchtime=1x -timeout 90m -v "$@" .
+		exit "$failed"
+	) || failed=1
 	echo "== $env: advisory: interleaved lock benchmarks"
-	go test -run '^$' -bench Interleaved -benchtime=1000x -count=5 -timeout 90m "$@" ./advisory/ | tee "$out/$env/advisory.txt"
+	step "$out/$env/advisory.txt" go test -run '^$' -bench Interleaved -benchtime=1000x -count=5 -timeout 90m "$@" ./advisory/
 }
 
 for env in $envs; do
@@ -110,13 +135,15 @@ for env in $envs; do
 	docker) (
 		export PGADVISORY_TEST_IMAGES="$images"
 		suite docker "$@"
-	) ;;
+		exit "$failed"
+	) || failed=1 ;;
 	local) (
 		# No Docker: the harness falls back to the host's binaries.
 		unset PGADVISORY_TEST_IMAGES
 		export DOCKER_HOST=unix:///nonexistent
 		suite local "$@"
-	) ;;
+		exit "$failed"
+	) || failed=1 ;;
 	*)
 		echo "bench: error: unknown environment $env (docker, local)" >&2
 		exit 1
@@ -132,14 +159,18 @@ else
 	unset PGADVISORY_TEST_IMAGES
 	export DOCKER_HOST=unix:///nonexistent
 fi
-go test -run '^$' -bench '^Benchmark(TryLock|TryXactLock|WithXactLock)$' -benchtime=200x -timeout 60m ./advisory/ |
-	tee "$out/$first/sequential.txt"
+step "$out/$first/sequential.txt" go test -run '^$' -bench '^Benchmark(TryLock|TryXactLock|WithXactLock)$' -benchtime=200x -timeout 60m ./advisory/
 echo "== the library's own CPU, on a driver that answers at once"
-go test -run '^$' -bench '^BenchmarkOverhead$' -benchtime=200000x -count=5 ./advisory/ ./middleware/httplock/ |
-	tee "$out/overhead.txt"
+step "$out/overhead.txt" go test -run '^$' -bench '^BenchmarkOverhead$' -benchtime=200000x -count=5 ./advisory/ ./middleware/httplock/
 
 kill "$sampler" 2>/dev/null || true
 echo "== chart and report"
-(cd ci/bench && go run ./chart -in "$out/$first/handoff.json" -out "$root/docs/handoff.png")
-(cd ci/bench && go run ./report -results "$out" -template report/benchmarks.md.tmpl -out "$root/docs/benchmarks.md")
+if [[ -s "$out/$first/handoff.json" ]]; then
+	(cd ci/bench && go run ./chart -in "$out/$first/handoff.json" -out "$root/docs/handoff.png") || failed=1
+fi
+(cd ci/bench && go run ./report -results "$out" -template report/benchmarks.md.tmpl -out "$root/docs/benchmarks.md") || failed=1
 echo "wrote docs/handoff.png and docs/benchmarks.md; results in $out"
+if ((failed)); then
+	echo "bench: error: a step failed; see above" >&2
+	exit 1
+fi
