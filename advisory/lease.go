@@ -180,7 +180,7 @@ func acquireOnce(ctx context.Context, db *sql.DB, key sqltext.Key, o *scope.Opti
 		return nil, err
 	}
 	lo := *o
-	lo.Spare = db // to undo the lock after a loss that closed conn
+	lo.Spare = scope.DBSource(db) // to undo the lock after a loss that closed conn
 	return scope.StartLease(ctx, conn, key, &lo, form, true)
 }
 

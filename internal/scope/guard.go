@@ -38,18 +38,18 @@ func withOwnMark(ctx context.Context, mark int64) context.Context {
 	return context.WithValue(ctx, ownMarkKey{}, mark)
 }
 
-// holdMark records that a lease has left its mark on conn's session, and
+// holdMark records that a lease has left its mark on session s, and
 // dropMark that it has ended; a lease on a connection of its own records
 // nothing, since no caller makes calls on that connection but through the
 // lease's context.
-func holdMark(conn *sql.Conn, mark int64) {
-	if _, loaded := markedSessions.LoadOrStore(SQLConn(conn), mark); !loaded {
+func holdMark(s Session, mark int64) {
+	if _, loaded := markedSessions.LoadOrStore(s, mark); !loaded {
 		marks.Add(1)
 	}
 }
 
-func dropMark(conn *sql.Conn) {
-	if _, loaded := markedSessions.LoadAndDelete(SQLConn(conn)); loaded {
+func dropMark(s Session) {
+	if _, loaded := markedSessions.LoadAndDelete(s); loaded {
 		marks.Add(-1)
 	}
 }

@@ -3,12 +3,9 @@ package scope
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
@@ -31,7 +28,7 @@ var errReleased = errors.New("advisory: lease released")
 // heartbeat that proves, every interval, that the backend still holds the
 // key. Its context ends the moment the lock is lost or released.
 type Lease struct {
-	conn     *sql.Conn
+	s        LeaseSession
 	key      sqltext.Key
 	o        Options
 	owned    bool
@@ -63,8 +60,14 @@ type Lease struct {
 // the lease took conn for itself and closes it at the end. On error the
 // session has been discarded, and the lock with it.
 func StartLease(ctx context.Context, conn *sql.Conn, key sqltext.Key, o *Options, form sqltext.Form, owned bool) (*Lease, error) {
-	l := &Lease{conn: conn, key: key, o: *o, owned: owned, interval: o.HeartbeatInterval()}
-	if err := CheckSession(ctx, conn, "lease", key.String()); err != nil {
+	return StartLeaseOn(ctx, (*sqlConn)(conn), key, o, form, owned)
+}
+
+// StartLeaseOn is [StartLease] on any front end's session s, its
+// statements in form f.
+func StartLeaseOn(ctx context.Context, s LeaseSession, key sqltext.Key, o *Options, form sqltext.Form, owned bool) (*Lease, error) {
+	l := &Lease{s: s, key: key, o: *o, owned: owned, interval: o.HeartbeatInterval()}
+	if err := checkSession(ctx, s, "lease", key.String()); err != nil {
 		l.discard()
 		return nil, err
 	}
@@ -78,8 +81,7 @@ func StartLease(ctx context.Context, conn *sql.Conn, key sqltext.Key, o *Options
 	var mark sql.NullInt64
 	stmt := sqltext.LeaseStart(form, o.Shared, key, o.Fencing)
 	start := func() error {
-		defer Watch(ctx, conn)()
-		return conn.QueryRowContext(ctx, stmt.Query, stmt.Args...).Scan(&l.pid, &standby, &held, &token, &mark)
+		return s.QueryRow(ctx, stmt.Query, stmt.Args...).Scan(&l.pid, &standby, &held, &token, &mark)
 	}
 	err := start()
 	if o.Fencing && SQLState(err) == "42P01" {
@@ -87,7 +89,7 @@ func StartLease(ctx context.Context, conn *sql.Conn, key sqltext.Key, o *Options
 		// the sequence, and ask again. Two first users may race: IF NOT
 		// EXISTS does not stop the loser from failing on the catalog's
 		// unique index.
-		_, err = Exec(ctx, conn, sqltext.CreateFencingSequence)
+		_, err = run(ctx, s, sqltext.CreateFencingSequence)
 		if err == nil || SQLState(err) == "23505" || SQLState(err) == "42P07" {
 			err = start()
 		}
@@ -116,7 +118,7 @@ func StartLease(ctx context.Context, conn *sql.Conn, key sqltext.Key, o *Options
 	l.mark = mark.Int64
 	l.holds = sqltext.Holds(l.pid, o.Shared, key, l.mark)
 	l.alive = sqltext.Alive(l.pid, l.mark)
-	holdMark(conn, l.mark) // until discard or release: see guard.go
+	holdMark(s, l.mark) // until discard or release: see guard.go
 	l.ctx, l.cancel = context.WithCancelCause(withOwnMark(context.WithoutCancel(ctx), l.mark))
 	l.stop, l.done = make(chan struct{}), make(chan struct{})
 	go l.watch()
@@ -206,16 +208,16 @@ func (l *Lease) lost(err error) {
 // backend, and ends that backend, while it holds the key, if it sends it
 // elsewhere. It is bounded
 // as [Lease.reclaim] is, and its connection is discarded if it fails.
-func (l *Lease) reclaimFrom(db *sql.DB) {
+func (l *Lease) reclaimFrom(src SessionSource) {
 	ctx, cancel := context.WithTimeout(context.Background(), max(l.interval, reclaimTimeout))
 	defer cancel()
-	conn, err := db.Conn(ctx)
+	s, err := src.OpenSession(ctx)
 	if err != nil {
 		return
 	}
-	defer conn.Close()
-	if _, err := Run(ctx, conn, sqltext.LeaseEndFrom(l.pid, l.mark, l.o.Shared, l.owned, l.key)); err != nil {
-		Discard(conn)
+	defer s.Close()
+	if _, err := run(ctx, s, sqltext.LeaseEndFrom(l.pid, l.mark, l.o.Shared, l.owned, l.key)); err != nil {
+		s.Discard()
 	}
 }
 
@@ -266,30 +268,20 @@ func (l *Lease) beat() error {
 	}
 	var n int64
 	var err error
-	rawErr := rawConn(l.conn, func(dc any) error {
-		ex, ok := dc.(driver.ExecerContext)
-		if !ok {
-			err = errNoExecer(dc)
-			return nil
-		}
+	rawErr := l.s.Use(func(exec SessionExec) {
 		ctx, cancel := context.WithTimeout(context.Background(), l.interval)
 		defer cancel()
-		defer Watch(ctx, dc)()
 		late := context.AfterFunc(ctx, func() {
 			l.lose(fmt.Errorf("heartbeat: no answer within %v", l.interval))
 		})
 		defer late()
-		var res driver.Result
-		if res, err = ex.ExecContext(ctx, stmt, nil); err == nil {
-			n, err = res.RowsAffected()
-		}
+		n, err = exec(ctx, stmt)
 		l.mu.Lock()
 		l.beats++
 		l.mu.Unlock()
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w within %v: %w", errNoAnswer, l.interval, ctx.Err())
 		}
-		return nil // the lease discards the session itself
 	})
 	switch {
 	case rawErr != nil:
@@ -331,13 +323,10 @@ func (l *Lease) lose(cause error) {
 // and closes conn when the lease owns it: as [Discard], through rawConn.
 // database/sql closes conn once a transaction open on it has ended.
 func (l *Lease) discard() {
-	dropMark(l.conn)
-	_ = rawConn(l.conn, func(dc any) error {
-		unpool(dc)
-		return driver.ErrBadConn
-	})
+	dropMark(l.s)
+	l.s.Discard()
 	if l.owned {
-		_ = l.conn.Close()
+		l.s.Close()
 	}
 }
 
@@ -347,11 +336,8 @@ func (l *Lease) discard() {
 // leaves conn itself open, and failing every statement, for Release to
 // close: see [Lease.watch].
 func (l *Lease) endSession() {
-	dropMark(l.conn)
-	_ = rawConn(l.conn, func(dc any) error {
-		closeDriverConn(dc)
-		return nil
-	})
+	dropMark(l.s)
+	l.s.End()
 }
 
 // discardWithin discards conn after a loss, whose session the heartbeat
@@ -390,7 +376,7 @@ func (l *Lease) End(ctx context.Context, end func(ctx context.Context) error) er
 
 func (l *Lease) release(ctx context.Context, end func(context.Context) error) error {
 	close(l.stop)
-	defer dropMark(l.conn)
+	defer dropMark(l.s)
 	// Wait for the heartbeat to stop, even when ctx has ended, and after a
 	// loss too: until it has, it may still use conn, and after a loss it
 	// undoes the lock behind a pooler and ends the session before it
@@ -445,15 +431,15 @@ func (l *Lease) end(ctx context.Context) error {
 	case err == nil && n&sqltext.EndTxOpen != 0, SQLState(err) == "25P02":
 		// A transaction is open on conn (Watch took over a conn with
 		// one): end the session under it, as a session scope does.
-		(*sqlConn)(l.conn).CloseUnderTx(l.owned)
+		l.s.CloseUnderTx(l.owned)
 		err = FailKind(op, keys, errTxLeftOpen, err)
 	case err != nil:
 		l.discard()
 		err = FailKind(op, keys, ErrLockLost, err)
 	case n == sqltext.EndReleased:
-		dropMark(l.conn)
+		dropMark(l.s)
 		if l.owned {
-			_ = l.conn.Close()
+			l.s.Close()
 		}
 	case n == sqltext.EndEnded:
 		// The lock was released with its backend, behind a pooler.
@@ -487,68 +473,14 @@ func (l *Lease) reclaim() {
 	_, _ = l.run(ctx, sqltext.LeaseEnd(l.pid, l.mark, l.o.Shared, l.owned, l.key))
 }
 
-// run sends query, a statement without arguments, on the driver's
-// connection under conn, guarded as [Run] guards a statement, and returns
-// the rows it affected; as Run, it trusts no success while ctx is done.
-// It reaches the session through rawConn only, so that a close of conn
-// racing it fails it instead of making database/sql panic.
+// run sends query, a statement without arguments, on the lease's
+// session, through [LeaseSession.Use], and returns the rows it affected;
+// as [Run], it trusts no success while ctx is done.
 func (l *Lease) run(ctx context.Context, query string) (n int64, err error) {
-	rawErr := rawConn(l.conn, func(dc any) error {
-		ex, ok := dc.(driver.ExecerContext)
-		if !ok {
-			err = errNoExecer(dc)
-			return nil
-		}
-		defer Watch(ctx, dc)()
-		var res driver.Result
-		if res, err = ex.ExecContext(ctx, query, nil); err == nil {
-			if err = ctx.Err(); err == nil {
-				n, err = res.RowsAffected()
-			}
-		}
-		return nil
-	})
-	if rawErr != nil {
-		return 0, rawErr
+	if useErr := l.s.Use(func(exec SessionExec) { n, err = exec(ctx, query) }); useErr != nil {
+		return 0, useErr
 	}
 	return n, err
-}
-
-// errNoExecer reports a driver's connection dc that a lease cannot send
-// a statement on.
-func errNoExecer(dc any) error {
-	return fmt.Errorf("advisory: the driver's connection (%T) does not implement driver.ExecerContext", dc)
-}
-
-// rawConn is conn.Raw, except that a close of conn that races it makes it
-// report sql.ErrConnDone instead of panicking. database/sql's Raw, as
-// every method of a *sql.Conn, first checks that conn is open, then takes
-// conn's lock and reads its driver connection: a close that lands
-// between the two (the caller's Close, or database/sql's own after a
-// statement reported driver.ErrBadConn), however Conn.Close's doc says it
-// is safe beside other calls, has set that connection to nil by the time
-// Raw gets the lock, and Raw dereferences it before it calls f. conn is
-// closed for good then, and the read lock that Raw took and keeps is one
-// that only that close, already done, would wait for. A panic in f goes
-// on as it would from Raw.
-func rawConn(conn *sql.Conn, f func(dc any) error) (err error) {
-	called := false
-	defer func() {
-		if called {
-			return // f's own panic goes on
-		}
-		if r := recover(); r != nil {
-			if _, ok := r.(runtime.Error); !ok {
-				panic(r)
-			}
-			closeRaces.Add(1)
-			err = sql.ErrConnDone
-		}
-	}()
-	return conn.Raw(func(dc any) error {
-		called = true
-		return f(dc)
-	})
 }
 
 // reclaimTimeout bounds a statement that cleans up after a pooler.
@@ -570,7 +502,7 @@ func (l *Lease) unknownReclaim(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(l.interval, reclaimTimeout))
 	defer cancel()
 	for range reclaimTries {
-		n, err := Run(ctx, l.conn, sqltext.LeaseReclaim(l.o.Shared, l.key))
+		n, err := run(ctx, l.s, sqltext.LeaseReclaim(l.o.Shared, l.key))
 		if err != nil || n == 1 {
 			return
 		}
@@ -586,6 +518,3 @@ func pooledStatement(err error) bool {
 	code := SQLState(err)
 	return code == "42P05" || code == "26000"
 }
-
-// closeRaces counts the calls rawConn found conn closed under, for tests.
-var closeRaces atomic.Int64

@@ -92,7 +92,7 @@ var testLeaseKey = sqltext.Key{Bigint: 42}
 // leaves it once its first round trip has confirmed the lock, with its
 // heartbeat not started; go l.watch() starts it.
 func newTestLease(conn *sql.Conn, owned bool, interval time.Duration) *Lease {
-	l := &Lease{conn: conn, key: testLeaseKey, o: Options{Heartbeat: interval}, owned: owned,
+	l := &Lease{s: (*sqlConn)(conn), key: testLeaseKey, o: Options{Heartbeat: interval}, owned: owned,
 		pid: 7, mark: 9, interval: interval}
 	l.holds = sqltext.Holds(l.pid, false, l.key, l.mark)
 	l.ctx, l.cancel = context.WithCancelCause(context.Background())

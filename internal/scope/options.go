@@ -28,11 +28,11 @@ type Options struct {
 
 	Hooks Hooks // observe this call with these rather than the default
 
-	// Spare is the pool a lease's connection came from, when the lease
-	// took it from one: after a loss for want of an answer, the lease
-	// undoes its lock through another of the pool's connections (see
+	// Spare opens sessions of the pool a lease's session came from, when
+	// the lease took it from one: after a loss for want of an answer, the
+	// lease undoes its lock through another of the pool's sessions (see
 	// [Lease.reclaimFrom]). Nil for a lease on a caller's connection.
-	Spare *sql.DB
+	Spare SessionSource
 }
 
 // HeartbeatInterval returns the lease's heartbeat interval.

@@ -5,8 +5,11 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"reflect"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,7 +24,7 @@ type (
 
 // Compile-time checks that the adapters implement the seam.
 var (
-	_ ScopeSession = (*sqlConn)(nil)
+	_ LeaseSession = (*sqlConn)(nil)
 	_ Tx           = (*sqlTx)(nil)
 )
 
@@ -116,6 +119,104 @@ func (c *sqlConn) CloseUnderTx(owned bool) {
 	<-inside
 }
 
+// Use runs f with the conn's driver connection to itself, through Raw:
+// exec sends a statement on the driver's connection, watched ([Watch]).
+// Use reaches the connection through rawConn, so that a close of the
+// conn racing it fails it with sql.ErrConnDone instead of making
+// database/sql panic.
+func (c *sqlConn) Use(f func(exec SessionExec)) error {
+	return rawConn((*sql.Conn)(c), func(dc any) error {
+		f(func(ctx context.Context, query string) (int64, error) {
+			ex, ok := dc.(driver.ExecerContext)
+			if !ok {
+				return 0, errNoExecer(dc)
+			}
+			defer Watch(ctx, dc)()
+			res, err := ex.ExecContext(ctx, query, nil)
+			if err != nil {
+				return 0, err
+			}
+			if err := ctx.Err(); err != nil {
+				return 0, err
+			}
+			return res.RowsAffected()
+		})
+		return nil
+	})
+}
+
+// End closes the driver's connection under the conn at once
+// ([closeDriverConn]), whatever transaction is open on it, so that the
+// server ends the session. It leaves the conn itself open, failing every
+// statement, for its owner to close.
+func (c *sqlConn) End() {
+	_ = rawConn((*sql.Conn)(c), func(dc any) error {
+		closeDriverConn(dc)
+		return nil
+	})
+}
+
+// errNoExecer reports a driver's connection dc that a lease cannot send
+// a statement on.
+func errNoExecer(dc any) error {
+	return fmt.Errorf("advisory: the driver's connection (%T) does not implement driver.ExecerContext", dc)
+}
+
+// rawConn is conn.Raw, except that a close of conn that races it makes it
+// report sql.ErrConnDone instead of panicking. database/sql's Raw, as
+// every method of a *sql.Conn, first checks that conn is open, then takes
+// conn's lock and reads its driver connection: a close that lands
+// between the two (the caller's Close, or database/sql's own after a
+// statement reported driver.ErrBadConn), however Conn.Close's doc says it
+// is safe beside other calls, has set that connection to nil by the time
+// Raw gets the lock, and Raw dereferences it before it calls f. conn is
+// closed for good then, and the read lock that Raw took and keeps is one
+// that only that close, already done, would wait for. A panic in f goes
+// on as it would from Raw.
+func rawConn(conn *sql.Conn, f func(dc any) error) (err error) {
+	called := false
+	defer func() {
+		if called {
+			return // f's own panic goes on
+		}
+		if r := recover(); r != nil {
+			if _, ok := r.(runtime.Error); !ok {
+				panic(r)
+			}
+			closeRaces.Add(1)
+			err = sql.ErrConnDone
+		}
+	}()
+	return conn.Raw(func(dc any) error {
+		called = true
+		return f(dc)
+	})
+}
+
+// closeRaces counts the calls rawConn found conn closed under, for tests.
+var closeRaces atomic.Int64
+
+// DBSource returns the [SessionSource] of db: each session is a
+// connection of db's.
+func DBSource(db *sql.DB) SessionSource {
+	if db == nil {
+		return nil
+	}
+	return dbSource{db}
+}
+
+// dbSource is the SessionSource of a *sql.DB.
+type dbSource struct{ db *sql.DB }
+
+// OpenSession takes a connection from the pool.
+func (d dbSource) OpenSession(ctx context.Context) (ScopeSession, error) {
+	conn, err := d.db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return (*sqlConn)(conn), nil
+}
+
 // Exec runs query in the transaction, watched.
 func (t *sqlTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
 	tx := (*sql.Tx)(t)
@@ -197,7 +298,7 @@ func (r *watchedRow) Scan(dest ...any) error {
 // drivers the connection closes when the transaction ends. See
 // [CloseDriverConn] for a session whose transaction may never end.
 func Discard(conn *sql.Conn) {
-	_ = conn.Raw(func(dc any) error {
+	_ = rawConn(conn, func(dc any) error {
 		unpool(dc)
 		return driver.ErrBadConn
 	})
