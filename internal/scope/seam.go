@@ -2,10 +2,14 @@ package scope
 
 import "context"
 
-// The engine reaches the server through a seam of three small interfaces,
-// the shape river gives its drivers: a session that executes a statement,
+// The engine reaches the server through a seam of small interfaces, the
+// shape river gives its drivers: a session that executes a statement,
 // reads one row and can be discarded ([Session]), and a transaction that
-// executes, reads one row, commits and rolls back ([Tx]). A front end
+// executes, reads one row, commits and rolls back ([Tx]). A session scope
+// also gives its session back and closes it under a transaction fn left
+// open ([ScopeSession]); a lease also has its session to itself for each
+// heartbeat and ends it at once after a loss ([LeaseSession]), and opens
+// another of its pool's to undo a lock it lost ([SessionSource]). A front end
 // provides them over its driver's types; package advisory, the
 // database/sql front, provides them over *sql.Conn and *sql.Tx through
 // [SQLConn] and [SQLTx] (sqlsession.go). Everything above the seam is the
