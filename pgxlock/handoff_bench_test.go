@@ -45,6 +45,19 @@ func handSide(conn *pgxpool.Conn, k int64) handoffSide {
 	}
 }
 
+// sliceSide waits with text, the statement of a slice of pgxlock's wait
+// (read from pg_prepared_statements), sent by hand with a bound of bound
+// milliseconds, and unlocks as handSide does: what pgxlock's wait costs on
+// the server, without pgxlock's Go.
+func sliceSide(conn *pgxpool.Conn, k int64, text, bound string) handoffSide {
+	s := handSide(conn, k)
+	s.lock = func(ctx context.Context) error {
+		_, err := conn.Exec(ctx, text, bound, k)
+		return err
+	}
+	return s
+}
+
 // A handoffVariant hands key from a holder to a waiter and back.
 type handoffVariant struct {
 	name           string
@@ -86,7 +99,9 @@ func handoff(b *testing.B, obs *sql.DB, v *handoffVariant) time.Duration {
 // lock takes to get it after its holder releases it: pgxlock.Lock (the
 // holder releasing with pgxlock.Unlock) against the same by hand through
 // pgx, "SELECT pg_catalog.pg_advisory_lock($1)" and
-// "SELECT pg_catalog.pg_advisory_unlock($1)". Each variant has a key and
+// "SELECT pg_catalog.pg_advisory_unlock($1)", and against the statement of
+// a slice of pgxlock's wait sent by hand (hand-slice), which tells the
+// server's cost of a wait in slices from pgxlock's own. Each variant has a key and
 // two connections of its own; pgtest.AwaitWaiting says when the waiter is
 // queued, and the time runs from the release call to the waiter's return.
 // The variants interleave handoff by handoff, in an order shuffled anew
@@ -100,13 +115,14 @@ func BenchmarkHandoffVsHand(b *testing.B) {
 		b.Run(s.Name, func(b *testing.B) {
 			for range b.N {
 				obs := s.Open(b, pgtest.DriverPQ)
-				pool := newPool(b, s.DSN, func(c *pgxpool.Config) { c.MaxConns = 4 })
-				base := benchKeys.Add(2)
+				pool := newPool(b, s.DSN, func(c *pgxpool.Config) { c.MaxConns = 6 })
+				base := benchKeys.Add(3)
+				libWaiter := acquire(b, pool)
 				vs := []*handoffVariant{
-					{name: "pgxlock", key: base, holder: libSide(acquire(b, pool), base), waiter: libSide(acquire(b, pool), base)},
+					{name: "pgxlock", key: base, holder: libSide(acquire(b, pool), base), waiter: libSide(libWaiter, base)},
 					{name: "hand", key: base + 1, holder: handSide(acquire(b, pool), base+1), waiter: handSide(acquire(b, pool), base+1)},
 				}
-				for _, v := range vs {
+				warm := func(v *handoffVariant) {
 					if err := v.holder.lock(ctx); err != nil {
 						b.Fatalf("%s: %v", v.name, err)
 					}
@@ -116,6 +132,16 @@ func BenchmarkHandoffVsHand(b *testing.B) {
 						handoff(b, obs, v)
 					}
 				}
+				for _, v := range vs {
+					warm(v)
+				}
+				// The first slice of a wait with the default slice and
+				// deadlock_timeout is 1.1 s long.
+				slice := preparedText(b, libWaiter, "pg_advisory_xact_lock")
+				b.Logf("pgxlock's slice: %q", slice)
+				vs = append(vs, &handoffVariant{name: "hand-slice", key: base + 2,
+					holder: handSide(acquire(b, pool), base+2), waiter: sliceSide(acquire(b, pool), base+2, slice, "1100")})
+				warm(vs[2])
 				order := newBenchOrder(b, len(vs))
 				ds := make([][]time.Duration, len(vs))
 				for range benchRepeats {
@@ -144,7 +170,7 @@ func BenchmarkHandoffVsHand(b *testing.B) {
 }
 
 // reportHandoff reports each variant's median p50 in µs and pgxlock's
-// ratio to the form by hand, and logs them as a table with their ranges
+// ratio to the form by hand and to its own slice by hand, and logs them as a table with their ranges
 // and the load average.
 func reportHandoff(b *testing.B, server string, vs []*handoffVariant) {
 	lib, hand := vs[0], vs[1]
@@ -158,11 +184,13 @@ func reportHandoff(b *testing.B, server string, vs []*handoffVariant) {
 			return r
 		}
 		rows = append(rows, []string{v.name, spreadOf(us(v.p50)).format("%.0f") + " µs",
-			spreadOf(us(v.p90)).format("%.0f") + " µs", spreadOf(ratios(v.p50, hand.p50)).format("%.3f")})
+			spreadOf(us(v.p90)).format("%.0f") + " µs", spreadOf(ratios(v.p50, hand.p50)).format("%.3f"),
+			spreadOf(ratios(lib.p50, v.p50)).format("%.3f")})
 		b.ReportMetric(median(v.p50)/1e3, v.name+"-p50-µs")
 	}
 	b.ReportMetric(spreadOf(ratios(lib.p50, hand.p50)).med, lib.name+"/hand")
+	b.ReportMetric(spreadOf(ratios(lib.p50, vs[2].p50)).med, lib.name+"/hand-slice")
 	b.Logf("%s, %d repeats of %d handoffs each, interleaved; each repeat's p50 and p90, then the median (range) over the repeats; load average %s:\n%s",
 		server, len(lib.p50), handoffsPerRepeat, loadAvg(),
-		mdTable([]string{"variant", "p50", "p90", "p50 ÷ hand's"}, rows))
+		mdTable([]string{"variant", "p50", "p90", "p50 ÷ hand's", "pgxlock's p50 ÷ it"}, rows))
 }
