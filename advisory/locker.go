@@ -87,9 +87,9 @@ type Locker struct {
 // MaxConns, and the cost of a key stays that of the first thousand. The
 // default MaxConns of 4 holds 4,000 leases at that cost; beyond it the
 // leases spread evenly over the MaxConns connections, and every
-// acquisition and release costs more with the leases each carries: at
-// 100,000 leases on 4 connections, about 25,000 a connection, several
-// times as much as at 1,000 (docs/locker.md gives the curve). To hold n
+// acquisition and release costs more with the leases each carries: 50,000
+// leases on 4 connections took about 5 times as long per key as 10,000
+// (docs/locker.md). To hold n
 // leases at the cost of the first thousand, set MaxConns to n/1,000 (100
 // for 100,000), and leave room for it in db's SetMaxOpenConns and in the
 // server's max_connections. The first 4 connections open as soon as each

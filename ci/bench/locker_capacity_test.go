@@ -99,6 +99,10 @@ func capacityRun(b *testing.B, s *pgtest.Server, fill bool) {
 		case errors.Is(err, advisory.ErrLockTableFull):
 			full.Add(1)
 			return nil
+		case errors.Is(err, advisory.ErrNotAcquired):
+			// A connection lost under the try (a loaded machine answers
+			// late) leaves its session holding the key for a moment.
+			return nil
 		case err != nil:
 			return err
 		}

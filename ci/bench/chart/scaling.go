@@ -68,17 +68,20 @@ func runScaling(in, out string) error {
 	slices.Sort(names)
 	cols := min(2, len(names))
 	rows := (len(names) + cols - 1) / cols
-	img := image.NewRGBA(image.Rect(0, 0, cols*panelW, rows*panelH+30))
+	img := image.NewRGBA(image.Rect(0, 0, cols*panelW, rows*panelH+50))
 	draw.Draw(img, img.Bounds(), image.White, image.Point{}, draw.Src)
 	for i, g := range names {
 		scalingPanel(img, image.Pt(i%cols*panelW, i/cols*panelH), g, groups[g])
 	}
-	xx := margin
+	xx, yy := margin, rows*panelH+16
 	for _, s := range scalingSeries {
-		for d := range 3 {
-			line(img, xx, rows*panelH+16+d, xx+20, rows*panelH+16+d, s.c)
+		if xx+40+7*len(s.label) > img.Bounds().Dx() {
+			xx, yy = margin, yy+20
 		}
-		text(img, xx+26, rows*panelH+20, s.label)
+		for d := range 3 {
+			line(img, xx, yy-4+d, xx+20, yy-4+d, s.c)
+		}
+		text(img, xx+26, yy, s.label)
 		xx += 40 + 7*len(s.label)
 	}
 	f, err := os.Create(out)
