@@ -21,38 +21,25 @@ func figureGroups(e *env, bench string) []string {
 	return gs
 }
 
-// bestOf returns, per repeat, the least (or with most, the greatest) of
-// the variants' figures, and which variant it was most often.
+// bestOf returns the figures of the best of the variants names: the one
+// whose median over the repeats is the least (or with most, the
+// greatest), and its name. One variant for all the repeats, not the best
+// of each repeat, which under noise would be the luckiest of several.
 func bestOf(vs map[string][]float64, names []string, most bool) ([]float64, string) {
-	var best []float64
-	wins := map[string]int{}
-	for i := 0; ; i++ {
-		found, b, who := false, 0.0, ""
-		for _, n := range names {
-			xs := vs[n]
-			if i >= len(xs) {
-				continue
-			}
-			if !found || (most && xs[i] > b) || (!most && xs[i] < b) {
-				found, b, who = true, xs[i], n
-			}
+	who, b := "", 0.0
+	for _, n := range names {
+		if len(vs[n]) == 0 {
+			continue
 		}
-		if !found {
-			break
-		}
-		best = append(best, b)
-		wins[who]++
-	}
-	who, n := "", 0
-	for _, k := range sortedKeys(wins) {
-		if wins[k] > n {
-			who, n = k, wins[k]
+		m := median(vs[n])
+		if who == "" || (most && m > b) || (!most && m < b) {
+			who, b = n, m
 		}
 	}
-	if who != "" {
-		who = fmt.Sprintf("`%s` (%d of %d)", who, n, len(best))
+	if who == "" {
+		return nil, ""
 	}
-	return best, who
+	return vs[who], "`" + who + "`"
 }
 
 // handoffTable renders BenchmarkHandoff in e: per server and driver, the
@@ -108,7 +95,7 @@ func throughputTables(e *env) string {
 		}
 		forms = append(forms, row)
 	}
-	t := table([]string{"server/driver", "best by hand, tx/s", "best form (repeats)", "library tx/s", "pgbench tx/s",
+	t := table([]string{"server/driver", "best by hand, tx/s", "best form", "library tx/s", "pgbench tx/s",
 		"library ÷ best by hand", "pgx-native ÷ best by hand", "library ÷ pgbench", "best by hand ÷ pgbench"}, rows)
 	return t + "\nEvery form by hand, median tx/s:\n\n" + table(append([]string{"form"}, groups...), forms)
 }
@@ -126,14 +113,16 @@ func middlewareTable(e *env) string {
 		seq := e.figures.Figures["middleware-1"][g]
 		p50 := e.figures.Figures["middleware-1-p50"][g]
 		par := e.figures.Figures["middleware-8"][g]
-		_, who := bestOf(seq, handForms, false)
+		best, who := bestOf(seq, handForms, false)
+		bestP50, whoP50 := bestOf(p50, handForms, false)
+		bestPar, whoPar := bestOf(par, handForms, false)
 		rows = append(rows, []string{g,
-			fmt.Sprintf("%.0f µs", median(seq["best"])), fmt.Sprintf("%.0f µs", median(seq["middleware"])), who,
-			spread(ratios(seq["middleware"], seq["best"])), spread(ratios(p50["middleware"], p50["best"])),
-			spread(ratios(par["middleware"], par["best"])),
+			fmt.Sprintf("%.0f µs", median(best)), fmt.Sprintf("%.0f µs", median(seq["middleware"])), who,
+			spread(ratios(seq["middleware"], best)), spread(ratios(p50["middleware"], bestP50)) + " vs " + whoP50,
+			spread(ratios(par["middleware"], bestPar)) + " vs " + whoPar,
 		})
 	}
-	return table([]string{"server/driver", "one client: best by hand", "middleware", "fastest handler (repeats)",
+	return table([]string{"server/driver", "one client: best by hand", "middleware", "fastest handler",
 		"middleware ÷ best, mean request", "median request", "8 clients: middleware ÷ best"}, rows)
 }
 

@@ -101,24 +101,22 @@ func interleavedRuns(e *env, bench string) map[string][]map[string]float64 {
 	return out
 }
 
-// bestRatios returns, for every run, variant's time over the fastest form
-// by hand of its group in that run.
+// bestRatios returns, for every run, variant's time over that of the
+// fastest form by hand of its group: the form whose median over the runs
+// is the least ([fastestHand]). One form for all the runs, not the
+// fastest of each run, which under noise would be the luckiest of several
+// and bias the ratio against the library.
 func bestRatios(runs []map[string]float64, variant string) []float64 {
 	g := ratioGroup(variant)
+	if g == "" {
+		return nil
+	}
+	best, _ := fastestHand(runs, g)
 	var out []float64
 	for _, run := range runs {
 		t, ok := run[variant]
-		if !ok || g == "" {
-			continue
-		}
-		best := 0.0
-		for v, x := range run {
-			if isHand(v) && ratioGroup(v) == g && (best == 0 || x < best) {
-				best = x
-			}
-		}
-		if best > 0 {
-			out = append(out, t/best)
+		if b := run[best]; ok && b > 0 {
+			out = append(out, t/b)
 		}
 	}
 	return out
@@ -147,8 +145,8 @@ func fastestHand(runs []map[string]float64, g string) (string, float64) {
 // interleavedTable renders advisory's interleaved benchmark bench in e: a
 // row per variant, a column per server and driver, each cell the median
 // time per call over the runs and, but for the baseline, the time over the
-// fastest form by hand of its group, median (range) over the runs; then
-// which form by hand was fastest.
+// fastest form by hand of its group ([bestRatios]), median (range) over
+// the runs; then which form by hand was fastest.
 func interleavedTable(e *env, bench string) string {
 	runs := interleavedRuns(e, bench)
 	if len(runs) == 0 {
