@@ -26,7 +26,7 @@ type (
 var (
 	_ scope.ScopeSession = (*pgxConn)(nil)
 	_ scope.ScopeSession = (*poolConn)(nil)
-	_ scope.Tx      = (*pgxTx)(nil)
+	_ scope.Tx           = (*pgxTx)(nil)
 )
 
 // session returns the engine's session of conn, or nil when conn is nil.
