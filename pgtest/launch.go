@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Launch gives a runnable example program a PostgreSQL without a
@@ -36,14 +38,9 @@ func OpenExample(ctx context.Context, driver string, w io.Writer) (db *sql.DB, a
 	if driver != DriverPQ && driver != DriverPGX {
 		return nil, "", nil, fmt.Errorf("pgtest: driver %q: want %q or %q", driver, DriverPQ, DriverPGX)
 	}
-	where, stop := "DATABASE_URL", func() {}
-	dsn := os.Getenv(envExample)
-	if dsn == "" {
-		fmt.Fprintln(w, "starting a disposable PostgreSQL (DATABASE_URL is not set)...")
-		if dsn, stop, err = Launch(ctx); err != nil {
-			return nil, "", nil, fmt.Errorf("%w\nSet DATABASE_URL to a postgres:// URL to use an existing server", err)
-		}
-		where = "disposable server"
+	dsn, where, stop, err := exampleDSN(ctx, w)
+	if err != nil {
+		return nil, "", nil, err
 	}
 	if db, err = openDB(driver, dsn); err != nil {
 		stop()
@@ -59,4 +56,51 @@ func OpenExample(ctx context.Context, driver string, w io.Writer) (db *sql.DB, a
 		return nil, "", nil, fmt.Errorf("pgtest: connect: %w", err)
 	}
 	return db, "PostgreSQL " + version + " (" + where + ")", close, nil
+}
+
+// OpenExamplePool is [OpenExample] for a program on pgx's own API: it
+// opens a *pgxpool.Pool on the same database, after edit (which may be
+// nil) has changed the pool's configuration. close closes the pool and
+// removes any server Launch started.
+func OpenExamplePool(ctx context.Context, w io.Writer, edit func(*pgxpool.Config)) (pool *pgxpool.Pool, about string, close func(), err error) {
+	dsn, where, stop, err := exampleDSN(ctx, w)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		stop()
+		return nil, "", nil, fmt.Errorf("pgtest: %w", err)
+	}
+	if edit != nil {
+		edit(cfg)
+	}
+	if pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+		stop()
+		return nil, "", nil, fmt.Errorf("pgtest: %w", err)
+	}
+	close = func() {
+		pool.Close()
+		stop()
+	}
+	var version string
+	if err := pool.QueryRow(ctx, "SHOW server_version").Scan(&version); err != nil {
+		close()
+		return nil, "", nil, fmt.Errorf("pgtest: connect: %w", err)
+	}
+	return pool, "PostgreSQL " + version + " (" + where + ")", close, nil
+}
+
+// exampleDSN returns the DSN an example runs against, DATABASE_URL or a
+// disposable server's, where it comes from, and stop, which removes what
+// it started.
+func exampleDSN(ctx context.Context, w io.Writer) (dsn, where string, stop func(), err error) {
+	if dsn = os.Getenv(envExample); dsn != "" {
+		return dsn, "DATABASE_URL", func() {}, nil
+	}
+	fmt.Fprintln(w, "starting a disposable PostgreSQL (DATABASE_URL is not set)...")
+	if dsn, stop, err = Launch(ctx); err != nil {
+		return "", "", nil, fmt.Errorf("%w\nSet DATABASE_URL to a postgres:// URL to use an existing server", err)
+	}
+	return dsn, "disposable server", stop, nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 	"github.com/pgadvisory/pgadvisory/pgxlock"
 )
 
@@ -45,7 +46,7 @@ func main() {
 
 func run(ctx context.Context, out io.Writer) error {
 	// A lease holds a connection; the store's writes take another.
-	pool, about, closePool, err := openPool(ctx, out, 4)
+	pool, about, closePool, err := pgtest.OpenExamplePool(ctx, out, func(c *pgxpool.Config) { c.MaxConns = 4 })
 	if err != nil {
 		return err
 	}

@@ -41,6 +41,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 func main() {
@@ -67,7 +70,7 @@ func run(ctx context.Context, out io.Writer, runners int, wait time.Duration) er
 		return fmt.Errorf("need a wait of zero or more, got %v", wait)
 	}
 	// One connection per runner, and one for the program's own queries.
-	pool, about, closePool, err := openPool(ctx, out, int32(runners)+1)
+	pool, about, closePool, err := pgtest.OpenExamplePool(ctx, out, func(c *pgxpool.Config) { c.MaxConns = int32(runners) + 1 })
 	if err != nil {
 		return err
 	}

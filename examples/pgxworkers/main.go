@@ -34,6 +34,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 	"github.com/pgadvisory/pgadvisory/pgxlock"
 )
 
@@ -59,7 +60,7 @@ func run(ctx context.Context, out io.Writer, n, workers int) error {
 	if n < 1 || workers < 1 || workers > math.MaxInt32 {
 		return fmt.Errorf("need at least one job and one worker, got %d and %d", n, workers)
 	}
-	pool, about, closePool, err := openPool(ctx, out, int32(workers))
+	pool, about, closePool, err := pgtest.OpenExamplePool(ctx, out, func(c *pgxpool.Config) { c.MaxConns = int32(workers) })
 	if err != nil {
 		return err
 	}
