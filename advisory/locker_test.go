@@ -11,6 +11,7 @@ import (
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 	"github.com/pgadvisory/pgadvisory/mock"
+	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
 // Unit tests of the Locker's paths that a real server does not take on
@@ -120,4 +121,8 @@ func TestLockerBeatsBetweenCountsProveTheMark(t *testing.T) {
 	}
 	_ = l.Release(ctx)
 	_ = lk.Close(ctx)
+	// The lost connection's release is sent by its heartbeat's goroutine,
+	// which Close does not wait for: the connection is no longer the
+	// Locker's.
+	pgtest.Await(t, "the lost connection's release", func() (bool, error) { return m.ExpectationsWereMet() == nil, nil })
 }

@@ -30,6 +30,7 @@ type carrier struct {
 	conn      *sql.Conn
 	pid, mark int64
 	form      sqltext.Form // how a fenced try carries its key: its *sql.DB's (DBForm)
+	phase     int64        // the beat, mod CountEvery, at which it counts: see beat
 
 	turn chan struct{} // holds a token while a statement is in flight
 	dead chan struct{} // closed when the carrier is lost
@@ -101,6 +102,10 @@ func (m *Mux) openCarrierOnce(ctx context.Context) (*carrier, error) {
 		_ = conn.Close()
 		return nil, err
 	}
+	m.mu.Lock()
+	c.phase = m.opened % CountEvery
+	m.opened++
+	m.mu.Unlock()
 	go c.watch()
 	return c, nil
 }
@@ -317,13 +322,19 @@ func (c *carrier) watch() {
 // ([sqltext.CarrierCount]), a lease's finds its lock ([sqltext.Holds]).
 // The beats between prove the session and its mark alone
 // ([sqltext.CarrierAlive], [sqltext.Alive]), which costs the server the
-// same at any number of locks on it. The first beat reads pg_locks.
+// same at any number of locks on it. A lease's first beat reads pg_locks,
+// and so does the first carrier's of a Mux; the carriers of a Mux take
+// turns (see carrier.beat).
 const CountEvery = 12
 
 // beat proves the carrier with one round trip. Every CountEvery beats it
 // counts the locks the session holds: only when some are missing does a
 // second statement find which, and only their leases are lost, once the
-// turn is given back. The beats between prove that the session is the
+// turn is given back. The k-th carrier a Mux opens counts at its beats
+// CountEvery-k, 2·CountEvery-k and so on (mod CountEvery; the first at
+// its first beat): each count copies the server's whole lock table, so
+// the carriers of a Mux that holds many keys on many of them, opened
+// together, take turns rather than copy it all at once. The beats between prove that the session is the
 // carrier's own and bears its mark, which is what a live session needs to
 // keep its locks: reading pg_locks copies the whole server's lock table,
 // under every partition's lock, at a cost that grows with every lock on
@@ -333,7 +344,7 @@ func (c *carrier) beat() {
 		return
 	}
 	c.m.mu.Lock()
-	count := c.beats%CountEvery == 0
+	count := (c.beats+c.phase)%CountEvery == 0
 	c.m.mu.Unlock()
 	stmt := sqltext.CarrierAlive(c.pid, c.mark)
 	if count {

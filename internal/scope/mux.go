@@ -59,6 +59,7 @@ type Mux struct {
 	mu       sync.Mutex
 	carriers []*carrier
 	opening  int                       // carriers being opened
+	opened   int64                     // carriers ever opened: see carrier.phase
 	changed  chan struct{}             // closed and replaced when carriers change
 	held     map[sqltext.Key]*keyHolds // keys held or being taken
 	closed   bool
