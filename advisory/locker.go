@@ -82,20 +82,24 @@ type Locker struct {
 // Every statement on a connection costs the server more the more locks
 // its session holds: at the end of each transaction, which every
 // statement of a Locker is, PostgreSQL walks the session's local lock
-// table, about 0.07 µs a lock. So a connection carries up to
-// KeysPerConn leases (1,000) before the Locker opens another, within
-// MaxConns, and the cost of a key stays that of the first thousand. The
-// default MaxConns of 4 holds 4,000 leases at that cost; beyond it the
-// leases spread evenly over the MaxConns connections, and every
-// acquisition and release costs more with the leases each carries: 50,000
-// leases on 4 connections took about 5 times as long per key as 10,000
-// (docs/locker.md). To hold n
-// leases at the cost of the first thousand, set MaxConns to n/1,000 (100
-// for 100,000), and leave room for it in db's SetMaxOpenConns and in the
-// server's max_connections. The first 4 connections open as soon as each
-// holds a lease, and any other while every open one is busy with a
-// statement, so a Locker under heavy concurrency may open up to MaxConns
-// with fewer leases.
+// table, about 0.07 µs a lock. So a connection carries up to KeysPerConn
+// leases (1,000) before the Locker opens another, within MaxConns, and
+// the server's cost of a statement stays about what it is at 1,000 locks.
+// The default MaxConns of 4 holds 4,000 leases so; beyond them the leases
+// spread evenly over the 4 connections, and every acquisition and release
+// costs more with the leases each carries: 50,000 leases on 4
+// connections took about 5 times as long per key as 10,000
+// (docs/locker.md). To hold n leases at about the cost of the first
+// thousand, set MaxConns to n/1,000 (100 for 100,000), and leave room for
+// it in db's SetMaxOpenConns and in the server's max_connections. Each
+// connection is a backend, and counts its locks in pg_locks once every
+// twelve heartbeats (the connections taking turns), which copies the
+// server's whole lock table: many connections at many leases cost the
+// server connections × leases a minute.
+//
+// The first 4 connections open as soon as each holds a lease, and any
+// other while every open one is busy with a statement, so a Locker under
+// heavy concurrency may open up to MaxConns with fewer leases.
 type LockerConfig struct {
 	// MaxConns is how many connections the Locker holds its leases on,
 	// at most; 0 is the default of 4, which holds 4,000 leases at the
