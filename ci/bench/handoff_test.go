@@ -129,8 +129,9 @@ const handoffRepeats = 5
 // in every round, in an order shuffled anew for every round from a seed
 // (PGADVISORY_BENCH_SEED), so that they share the machine's load and none
 // always follows the same one; it reports the median p50 of each and the
-// ratios of the library to the best hand-written form in each repeat,
-// with their ranges over the repeats. Each b.N runs handoffRepeats
+// ratios of the library to the best hand-written form (the one whose
+// median is the least), repeat by repeat, with their ranges over the
+// repeats. Each b.N runs handoffRepeats
 // repeats; run it with -benchtime=1x.
 func BenchmarkHandoff(b *testing.B) {
 	rdb := startRedis(b)
@@ -214,15 +215,14 @@ func handoffVariants(b *testing.B, s *pgtest.Server, driver string, rs *redsync.
 // library's ratio to the best hand-written form and the slow waits' ratio
 // to the library, and logs them as a table with their ranges.
 func reportHandoff(b *testing.B, group string, vs []*handoffVariant, p50 map[string][]float64, samples map[string][]time.Duration) {
-	// best is the best hand-written form's p50 in each repeat.
-	best := make([]float64, len(p50["raw"]))
-	for i := range best {
-		for _, v := range vs {
-			if v.hand && (best[i] == 0 || p50[v.name][i] < best[i]) {
-				best[i] = p50[v.name][i]
-			}
+	// best is the p50 of the best hand-written form in each repeat.
+	var hand []string
+	for _, v := range vs {
+		if v.hand {
+			hand = append(hand, v.name)
 		}
 	}
+	best, _ := bestForm(p50, hand, false)
 	ratios := func(num string) []float64 {
 		r := make([]float64, len(p50[num]))
 		for i := range r {

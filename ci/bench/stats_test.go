@@ -124,6 +124,25 @@ func writeData() error {
 	return os.WriteFile(path, b, 0o644)
 }
 
+// bestForm returns the figures of the best of names in m, the one whose
+// median over the repeats is the least (or with most, the greatest), and
+// its name: one form for all the repeats, not the best of each repeat,
+// which under noise would be the luckiest of several and bias every ratio
+// against the library.
+func bestForm(m map[string][]float64, names []string, most bool) ([]float64, string) {
+	who, b := "", 0.0
+	for _, n := range names {
+		if len(m[n]) == 0 {
+			continue
+		}
+		x := quantile(m[n], 0.5)
+		if who == "" || (most && x > b) || (!most && x < b) {
+			who, b = n, x
+		}
+	}
+	return m[who], who
+}
+
 // table renders rows as a Markdown table.
 func table(header []string, rows [][]string) string {
 	var b strings.Builder
