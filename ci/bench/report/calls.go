@@ -63,9 +63,9 @@ func sortVariants(vs []string) {
 }
 
 // allocGoal returns the library's allocations per op of bench's variant
-// ours on driver, on the last server, and the fewest of a form by hand of
-// the same group with as many round trips.
-func allocGoal(e *env, bench, ours, driver string) (lib, hand float64, ok bool) {
+// ours on driver, on the last server of the sequential run, and those of
+// the form by hand named hand.
+func allocGoal(e *env, bench, ours, hand, driver string) (lib, byHand float64, ok bool) {
 	server := ""
 	for name := range e.sequential[advisoryPkg] {
 		parts := strings.Split(name, "/")
@@ -74,23 +74,11 @@ func allocGoal(e *env, bench, ours, driver string) (lib, hand float64, ok bool) 
 		}
 	}
 	prefix := bench + "/" + server + "/" + driver + "/"
-	samples := e.sequential[advisoryPkg][prefix+ours]
-	if len(samples) == 0 {
+	o, h := e.sequential[advisoryPkg][prefix+ours], e.sequential[advisoryPkg][prefix+hand]
+	if len(o) == 0 || len(h) == 0 {
 		return 0, 0, false
 	}
-	s := samples[len(samples)-1]
-	lib, hand = s["allocs/op"], -1
-	for name, ss := range e.sequential[advisoryPkg] {
-		v, found := strings.CutPrefix(name, prefix)
-		if !found || !isHand(v) || ratioGroup(v) != ratioGroup(ours) || len(ss) == 0 {
-			continue
-		}
-		h := ss[len(ss)-1]
-		if h["roundtrips/op"] == s["roundtrips/op"] && (hand < 0 || h["allocs/op"] < hand) {
-			hand = h["allocs/op"]
-		}
-	}
-	return lib, hand, hand >= 0
+	return o[len(o)-1]["allocs/op"], h[len(h)-1]["allocs/op"], true
 }
 
 // overheadTable renders BenchmarkOverhead of advisory and httplock: per

@@ -188,15 +188,23 @@ func goalsTable(r *results) string {
 		best, _ := bestOf(vs, handForms, true)
 		return mark(median(ratios(vs["library"], best)), 0.97, false)
 	}
+	// allocs compares the library's allocations with those of the fastest
+	// form by hand of the interleaved benchmark, counted by the sequential
+	// one in the first environment, which has them.
 	allocs := func(bench, ours string) func(c col) string {
 		return func(c col) string {
 			_, driver, _ := strings.Cut(c.group, "/")
-			lib, hand, ok := allocGoal(c.e, bench, ours, driver)
+			hand, _ := fastestHand(interleavedRuns(c.e, "Interleaved"+bench)[c.group], ratioGroup(ours))
+			seq := c.e
+			if len(r.envs) > 0 {
+				seq = r.envs[0]
+			}
+			lib, byHand, ok := allocGoal(seq, bench, ours, hand, driver)
 			if !ok {
 				return "—"
 			}
-			s := fmt.Sprintf("%g vs %g", lib, hand)
-			if lib-hand > 2 {
+			s := fmt.Sprintf("%g vs %g (`%s`)", lib, byHand, hand)
+			if lib-byHand > 2 {
 				return "**" + s + ", not met**"
 			}
 			return s + ", met"
@@ -211,8 +219,8 @@ func goalsTable(r *results) string {
 		{"`TryXactLock`, fresh keys ≤ 1.03×", lockCall("InterleavedTryXactLock", "ours-freshkey")},
 		{"`TryXactLock`, one key ≤ 1.03×", lockCall("InterleavedTryXactLock", "ours-fixedkey")},
 		{"`WithXactLock(Try())` ≤ 1.03×", lockCall("InterleavedWithXactLock", "ours")},
-		{"allocations, `TryLock`+`Unlock`: library vs fewest by hand, ≤ 2 more", allocs("TryLock", "ours-freshkey")},
-		{"allocations, `TryXactLock`, ≤ 2 more", allocs("TryXactLock", "ours-freshkey")},
+		{"allocations, `TryLock`+`Unlock`, fresh keys: library vs the fastest by hand, ≤ 2 more", allocs("TryLock", "ours-freshkey")},
+		{"allocations, `TryXactLock`, fresh keys, ≤ 2 more", allocs("TryXactLock", "ours-freshkey")},
 		{"8-client throughput ≥ 0.97× the best by hand", throughputBest},
 		{"handoff p50 ≤ 1.05× the best by hand", handoffBest},
 		{"middleware, one client (mean request) ≤ 1.03×", middleware("middleware-1")},
