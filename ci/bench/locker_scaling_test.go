@@ -197,7 +197,14 @@ func scalingRun(b *testing.B, db, obs *sql.DB, n int, cfg advisory.LockerConfig)
 		b.Fatal(err)
 	}
 	if locks != n {
-		b.Fatalf("pg_locks shows %d of the %d locks", locks, n)
+		lost := 0
+		var cause error
+		for _, l := range ls {
+			if err := l.Err(); err != nil {
+				lost, cause = lost+1, err
+			}
+		}
+		b.Fatalf("pg_locks shows %d of the %d locks; %d leases lost, the last with %v", locks, n, lost, cause)
 	}
 	// The first heartbeat of each connection counts its locks.
 	time.Sleep(scalingBeat + time.Second)
