@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"flag"
+	"io"
 	"runtime/debug"
 	"slices"
 	"strings"
