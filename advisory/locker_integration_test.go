@@ -63,8 +63,9 @@ func testLockerBasics(t *testing.T) {
 		t.Run("AcquireRelease", func(t *testing.T) {
 			t.Parallel()
 			// Each heartbeat must be answered within the interval, or
-			// the lease is lost: an interval a loaded machine answers.
-			lk := newLocker(t, tg.DB, advisory.LockerConfig{Heartbeat: 500 * time.Millisecond})
+			// the lease is lost: an interval a loaded machine answers,
+			// beside this package's 10,000-key runs (500 ms was not).
+			lk := newLocker(t, tg.DB, advisory.LockerConfig{Heartbeat: 2 * time.Second})
 			key := keys.nextPair()
 			l, err := lk.Acquire(ctx, key)
 			if err != nil {
