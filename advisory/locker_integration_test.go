@@ -298,8 +298,8 @@ func testLockerBasics(t *testing.T) {
 			}
 			for _, l := range ls {
 				if l != nil {
-					lost := l.Err() != nil
-					if err := l.Release(ctx); err != nil && !(lost && errors.Is(err, advisory.ErrLockLost)) {
+					err := l.Release(ctx)
+					if err != nil && !(errors.Is(err, advisory.ErrLockLost) && errors.Is(l.Err(), advisory.ErrLockLost)) {
 						t.Fatal(err)
 					}
 				}
