@@ -192,7 +192,14 @@ func (l *Lease) lost(err error) {
 	}
 	l.endSession()
 	if noAnswer && l.o.Spare != nil {
-		l.reclaimFrom(l.o.Spare)
+		// A statement that itself gets no answer in time, as on a
+		// loaded server or behind a pooler whose one backend is still
+		// busy, is tried again, each try bounded as the first.
+		for range reclaimFromTries {
+			if l.reclaimFrom(l.o.Spare) == nil {
+				break
+			}
+		}
 	}
 }
 
@@ -208,18 +215,24 @@ func (l *Lease) lost(err error) {
 // backend, and ends that backend, while it holds the key, if it sends it
 // elsewhere. It is bounded
 // as [Lease.reclaim] is, and its connection is discarded if it fails.
-func (l *Lease) reclaimFrom(src SessionSource) {
+func (l *Lease) reclaimFrom(src SessionSource) error {
 	ctx, cancel := context.WithTimeout(context.Background(), max(l.interval, reclaimTimeout))
 	defer cancel()
 	s, err := src.OpenSession(ctx)
 	if err != nil {
-		return
+		return err
 	}
 	defer s.Close()
 	if _, err := run(ctx, s, sqltext.LeaseEndFrom(l.pid, l.mark, l.o.Shared, l.owned, l.key)); err != nil {
 		s.Discard()
+		return err
 	}
+	return nil
 }
+
+// reclaimFromTries bounds how often a lease lost for want of an answer
+// tries to undo its lock from another session.
+const reclaimFromTries = 3
 
 // stopped records that the heartbeat no longer works on conn. If Release
 // gave up waiting for it, nothing else will end the lease: it ends the
