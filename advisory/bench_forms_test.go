@@ -5,14 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"math/rand/v2"
-	"os"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // The forms of SQL by hand that the lock benchmarks set beside the
@@ -74,50 +68,6 @@ func (f handForm) call(ctx context.Context, q benchDB, fn string, k int64) error
 		return err
 	}
 	return queryBool(ctx, q, "SELECT "+text, args...)
-}
-
-// benchSeed is the seed of every interleaved benchmark's order:
-// PGADVISORY_BENCH_SEED when it is set, which ci/bench.sh sets and
-// records, else one drawn from the clock. Each benchmark logs it.
-var benchSeed = sync.OnceValue(func() uint64 {
-	if s := os.Getenv("PGADVISORY_BENCH_SEED"); s != "" {
-		if v, err := strconv.ParseUint(s, 10, 64); err == nil {
-			return v
-		}
-	}
-	return uint64(time.Now().UnixNano()) & (1<<53 - 1)
-})
-
-// orderStreams numbers the orders drawn in this process, so that each run
-// of a benchmark (-count) draws another order from the same seed.
-var orderStreams atomic.Uint64
-
-// newOrder returns the order in which b's n variants run: each op calls
-// next, which shuffles them anew. It is seeded by [benchSeed], b's name
-// and how many orders the process drew before, so that a run with the
-// same seed and flags runs the same orders. It logs the seed.
-func newOrder(b *testing.B, n int) *order {
-	h := fnv.New64a()
-	h.Write([]byte(b.Name()))
-	b.Logf("order: shuffled per op, seed %d (PGADVISORY_BENCH_SEED)", benchSeed())
-	o := &order{rng: rand.New(rand.NewPCG(benchSeed(), h.Sum64()^orderStreams.Add(1))), idx: make([]int, n)}
-	for i := range o.idx {
-		o.idx[i] = i
-	}
-	return o
-}
-
-// An order is a seeded shuffle of a benchmark's variants.
-type order struct {
-	rng *rand.Rand
-	idx []int
-}
-
-// next shuffles the variants and returns their order, without
-// allocating: the slice is reused by the next call.
-func (o *order) next() []int {
-	o.rng.Shuffle(len(o.idx), func(i, j int) { o.idx[i], o.idx[j] = o.idx[j], o.idx[i] })
-	return o.idx
 }
 
 // reportBest reports, for every variant that is not by hand, its mean

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgadvisory/pgadvisory/internal/benchorder"
+
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver
 	_ "github.com/lib/pq"              // the "postgres" driver
 
@@ -389,7 +391,7 @@ func (c *interleavedCall) key() int64 {
 }
 
 // benchInterleaved runs, per server and driver, every variant once per op,
-// in an order shuffled anew for every op ([newOrder]).
+// in an order shuffled anew for every op ([benchorder.New]).
 func benchInterleaved(b *testing.B, xact bool, variants []benchVariant) {
 	ctx := context.Background()
 	for _, s := range pgtest.Servers(b) {
@@ -421,11 +423,11 @@ func benchInterleaved(b *testing.B, xact bool, variants []benchVariant) {
 							es = append(es, e)
 						}
 					}
-					o := newOrder(b, len(es))
+					o := benchorder.New(b, len(es))
 					b.ReportAllocs()
 					b.ResetTimer()
 					for range b.N {
-						for _, i := range o.next() {
+						for _, i := range o.Next() {
 							e := es[i]
 							if e.h.due() {
 								b.StopTimer()

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgadvisory/pgadvisory/internal/benchorder"
+
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 	"github.com/pgadvisory/pgadvisory/pgtest"
@@ -162,11 +164,11 @@ func BenchmarkInterleavedForm(b *testing.B) {
 							}
 						}
 					}
-					o := newOrder(b, len(calls))
+					o := benchorder.New(b, len(calls))
 					b.ReportAllocs()
 					b.ResetTimer()
 					for range b.N {
-						for _, i := range o.next() {
+						for _, i := range o.Next() {
 							c := calls[i]
 							if c.h != nil {
 								c.h.calls++

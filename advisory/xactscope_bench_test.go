@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgadvisory/pgadvisory/internal/benchorder"
+
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/pgtest"
 )
@@ -130,11 +132,11 @@ func BenchmarkInterleavedWithXactLock(b *testing.B) {
 							}
 						}
 					}
-					o := newOrder(b, len(scopedVariants))
+					o := benchorder.New(b, len(scopedVariants))
 					b.ReportAllocs()
 					b.ResetTimer()
 					for range b.N {
-						for _, i := range o.next() {
+						for _, i := range o.Next() {
 							start := time.Now()
 							if err := scopedVariants[i].op(ctx, dbs[i]); err != nil {
 								b.Fatal(err)

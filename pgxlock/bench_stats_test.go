@@ -2,15 +2,9 @@ package pgxlock_test
 
 import (
 	"fmt"
-	"hash/fnv"
-	"math/rand/v2"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"testing"
 	"time"
 )
 
@@ -26,50 +20,6 @@ import (
 // interleaved within each; it reports the median over the repeats and
 // their range.
 const benchRepeats = 7
-
-// benchSeed is the seed of every interleaved benchmark's order:
-// PGADVISORY_BENCH_SEED when it is set, else one drawn from the clock.
-// Each benchmark logs it.
-var benchSeed = sync.OnceValue(func() uint64 {
-	if s := os.Getenv("PGADVISORY_BENCH_SEED"); s != "" {
-		if v, err := strconv.ParseUint(s, 10, 64); err == nil {
-			return v
-		}
-	}
-	return uint64(time.Now().UnixNano()) & (1<<53 - 1)
-})
-
-// orderStreams numbers the orders drawn in this process, so that each run
-// of a benchmark (-count) draws another order from the same seed.
-var orderStreams atomic.Uint64
-
-// A benchOrder is a seeded shuffle of a benchmark's variants.
-type benchOrder struct {
-	rng *rand.Rand
-	idx []int
-}
-
-// newBenchOrder returns the order in which b's n variants run, shuffled
-// anew at every next. It is seeded by [benchSeed], b's name and how many
-// orders the process drew before, so that a run with the same seed and
-// flags runs the same orders. It logs the seed.
-func newBenchOrder(b *testing.B, n int) *benchOrder {
-	h := fnv.New64a()
-	h.Write([]byte(b.Name()))
-	b.Logf("order: shuffled per op, seed %d (PGADVISORY_BENCH_SEED)", benchSeed())
-	o := &benchOrder{rng: rand.New(rand.NewPCG(benchSeed(), h.Sum64()^orderStreams.Add(1))), idx: make([]int, n)}
-	for i := range o.idx {
-		o.idx[i] = i
-	}
-	return o
-}
-
-// next shuffles the variants and returns their order, without
-// allocating: the slice is reused by the next call.
-func (o *benchOrder) next() []int {
-	o.rng.Shuffle(len(o.idx), func(i, j int) { o.idx[i], o.idx[j] = o.idx[j], o.idx[i] })
-	return o.idx
-}
 
 // median returns the median of xs (the lower of the middle two), or 0 for
 // none.

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgadvisory/pgadvisory/internal/benchorder"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -210,14 +212,14 @@ func runCalls(b *testing.B, vs []*callVariant) {
 		})
 		one(v)
 	}
-	order := newBenchOrder(b, len(vs))
+	order := benchorder.New(b, len(vs))
 	ds := make([][]time.Duration, len(vs))
 	for i := range ds {
 		ds[i] = make([]time.Duration, callOps)
 	}
 	for range benchRepeats {
 		for op := range callOps {
-			for _, i := range order.next() {
+			for _, i := range order.Next() {
 				ds[i][op] = one(vs[i])
 			}
 		}

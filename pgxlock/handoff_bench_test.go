@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgadvisory/pgadvisory/internal/benchorder"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/pgtest"
@@ -142,14 +144,14 @@ func BenchmarkHandoffVsHand(b *testing.B) {
 				vs = append(vs, &handoffVariant{name: "hand-slice", key: base + 2,
 					holder: handSide(acquire(b, pool), base+2), waiter: sliceSide(acquire(b, pool), base+2, slice, "1100")})
 				warm(vs[2])
-				order := newBenchOrder(b, len(vs))
+				order := benchorder.New(b, len(vs))
 				ds := make([][]time.Duration, len(vs))
 				for range benchRepeats {
 					for i := range ds {
 						ds[i] = ds[i][:0]
 					}
 					for range handoffsPerRepeat {
-						for _, i := range order.next() {
+						for _, i := range order.Next() {
 							ds[i] = append(ds[i], handoff(b, obs, vs[i]))
 						}
 					}

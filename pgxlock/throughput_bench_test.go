@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgadvisory/pgadvisory/internal/benchorder"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgadvisory/pgadvisory/advisory"
@@ -154,9 +156,9 @@ func BenchmarkXactThroughputVsHand(b *testing.B) {
 				} else {
 					n++ // pgbench is the variant numbered len(vs)
 				}
-				order := newBenchOrder(b, n)
+				order := benchorder.New(b, n)
 				for range benchRepeats {
-					for _, i := range order.next() {
+					for _, i := range order.Next() {
 						if i == len(vs) {
 							bench = append(bench, runPgbench(b, pgbench, script, s.DSN))
 							continue

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgadvisory/pgadvisory/internal/benchorder"
+
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
@@ -143,7 +145,7 @@ func BenchmarkHandoff(b *testing.B) {
 			group := s.Name + "/" + driver
 			b.Run(group, func(b *testing.B) {
 				vs := handoffVariants(b, s, driver, rs, rdb)
-				rng := newRand(b)
+				rng := benchorder.Rand(b)
 				p50 := map[string][]float64{}
 				samples := map[string][]time.Duration{}
 				for range b.N * handoffRepeats {

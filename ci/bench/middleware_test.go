@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgadvisory/pgadvisory/internal/benchorder"
+
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/middleware/httplock"
 	"github.com/pgadvisory/pgadvisory/pgtest"
@@ -56,7 +58,7 @@ func BenchmarkMiddleware(b *testing.B) {
 				}
 				client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * clients}}
 				b.Cleanup(client.CloseIdleConnections)
-				rng := newRand(b)
+				rng := benchorder.Rand(b)
 				seq, p50, par := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
 				for range b.N * middlewareRepeats {
 					took := make([][]time.Duration, len(names))

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pgadvisory/pgadvisory/internal/benchorder"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
@@ -186,7 +188,7 @@ func BenchmarkXactThroughput(b *testing.B) {
 					}
 				}
 				group := s.Name + "/" + driver
-				rng := newRand(b)
+				rng := benchorder.Rand(b)
 				tps := map[string][]float64{}
 				for range b.N * throughputRepeats {
 					// pgbench is the variant numbered len(vs).
