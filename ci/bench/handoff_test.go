@@ -153,7 +153,7 @@ func BenchmarkHandoff(b *testing.B) {
 					// shuffled every round, until each has had its n.
 					ds := map[string][]time.Duration{}
 					for i := range slices.MaxFunc(vs, func(a, b *handoffVariant) int { return a.n - b.n }).n {
-						for _, j := range shuffled(rng, len(vs)) {
+						for _, j := range rng.Perm(len(vs)) {
 							v := vs[j]
 							if i < v.n {
 								ds[v.name] = append(ds[v.name], handoff(b, v))

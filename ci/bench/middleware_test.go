@@ -63,7 +63,7 @@ func BenchmarkMiddleware(b *testing.B) {
 				for range b.N * middlewareRepeats {
 					took := make([][]time.Duration, len(names))
 					for range sequentialRequests {
-						for _, k := range shuffled(rng, len(names)) {
+						for _, k := range rng.Perm(len(names)) {
 							start := time.Now()
 							if err := post(b, client, servers[names[k]].URL); err != nil {
 								b.Fatal(err)
@@ -79,7 +79,7 @@ func BenchmarkMiddleware(b *testing.B) {
 						seq[name] = append(seq[name], float64(sum.Nanoseconds())/1e3/sequentialRequests)
 						p50[name] = append(p50[name], float64(quantile(took[k], 0.5).Nanoseconds())/1e3)
 					}
-					for _, k := range shuffled(rng, len(names)) {
+					for _, k := range rng.Perm(len(names)) {
 						par[names[k]] = append(par[names[k]], concurrent(b, client, servers[names[k]].URL))
 					}
 				}

@@ -192,7 +192,7 @@ func BenchmarkXactThroughput(b *testing.B) {
 				tps := map[string][]float64{}
 				for range b.N * throughputRepeats {
 					// pgbench is the variant numbered len(vs).
-					for _, i := range shuffled(rng, len(vs)+1) {
+					for _, i := range rng.Perm(len(vs) + 1) {
 						if i == len(vs) {
 							tps["pgbench"] = append(tps["pgbench"], runPgbench(b, pgbench, script, s.DSN))
 							continue
