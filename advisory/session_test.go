@@ -334,11 +334,11 @@ func TestLockWaitsInSlices(t *testing.T) {
 				m.ExpectExec(tt.try).WithoutArgs().WillReturnResult(rows(0))
 				m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
 			}
-			m.ExpectExec(sqltext.SessionSlice(sqltext.Guarded, tt.shared, 1100, tt.keys...)).WithoutArgs().WillReturnError(errRanOut)
+			m.ExpectExec(sessionSlice(tt.shared, 1100, tt.keys...)).WithoutArgs().WillReturnError(errRanOut)
 			if tt.try == "" {
 				m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
 			}
-			m.ExpectExec(sqltext.SessionSlice(sqltext.Guarded, tt.shared, 1100, tt.keys...)).WithoutArgs().WillReturnResult(rows(1))
+			m.ExpectExec(sessionSlice(tt.shared, 1100, tt.keys...)).WithoutArgs().WillReturnResult(rows(1))
 			if err := tt.call(context.Background(), conn); err != nil {
 				t.Fatalf("got %v; want nil once the second slice takes the lock", err)
 			}
@@ -363,11 +363,12 @@ func TestLockWaitRunsOutKeepsTheSession(t *testing.T) {
 		settings  *sqlmock.Rows
 		slices    []int         // the slices sent after the settings, each of which runs out
 		firstWait time.Duration // how long the server lets the first of them wait
+		prev      int64         // the lock_timeout, in ms, each slice puts back
 	}{
 		// The settings come before the first slice, which waits for what
 		// is left of the session's lock_timeout, shorter than a slice:
 		// the last.
-		{name: "LockTimeoutBoundsTheFirstSlice", settings: waitSettingsRows("100ms", "0", "1s"), slices: []int{100}},
+		{name: "LockTimeoutBoundsTheFirstSlice", settings: waitSettingsRows("100ms", "0", "1s"), slices: []int{100}, prev: 100},
 		// The first slice waits nine tenths of the statement_timeout, and
 		// the slice after it what is left: the last, whose running out
 		// ends the wait with the driver's error.
@@ -381,7 +382,7 @@ func TestLockWaitRunsOutKeepsTheSession(t *testing.T) {
 			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, false, false, key)).WithoutArgs().WillReturnResult(rows(0))
 			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(tt.settings)
 			for i, ms := range tt.slices {
-				e := m.ExpectExec(sqltext.SessionSlice(sqltext.Guarded, false, int64(ms), key)).WithoutArgs()
+				e := m.ExpectExec(sqltext.SessionSliceStmt(sqltext.Inline, sqltext.Guarded, false, int64(ms), tt.prev, key).Query).WithoutArgs()
 				if i == 0 {
 					e.WillDelayFor(tt.firstWait)
 				}
@@ -415,7 +416,7 @@ func TestLockWaitCancelledDuringSliceDiscards(t *testing.T) {
 		slice string // the statement that ctx ends
 	}{
 		{"Try", try},
-		{"AfterTheSettings", sqltext.SessionSlice(sqltext.Guarded, false, 1100, key)},
+		{"AfterTheSettings", sessionSlice(false, 1100, key)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -464,14 +465,14 @@ func TestSessionWaitRefused(t *testing.T) {
 			conn, m := mockConn(t)
 			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, false, false, key)).WithoutArgs().WillReturnResult(rows(0))
 			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
-			m.ExpectExec(sqltext.SessionSlice(sqltext.Guarded, false, 1100, key)).WithoutArgs().WillReturnError(r.err)
+			m.ExpectExec(sessionSlice(false, 1100, key)).WithoutArgs().WillReturnError(r.err)
 			checkRefused(t, advisory.Lock(context.Background(), conn, k42), r.wantErr, r.err)
 			checkKept(t, conn)
 		})
 		t.Run("LockKeys"+r.name, func(t *testing.T) {
 			t.Parallel()
 			conn, m := mockConn(t)
-			m.ExpectExec(sqltext.SessionSlice(sqltext.Guarded, false, 1100, keys...)).WithoutArgs().WillReturnError(r.err)
+			m.ExpectExec(sessionSlice(false, 1100, keys...)).WithoutArgs().WillReturnError(r.err)
 			err := advisory.LockKeys(context.Background(), conn, advisory.Int64Key(2), advisory.Int64Key(1))
 			checkRefused(t, err, r.wantErr, r.err)
 			checkKept(t, conn)

@@ -142,10 +142,20 @@ func boundSQL(bound, lock string) string {
 
 // sessionSliceSQL is a slice of a wait for an exclusive session lock, or a
 // shared one, on one key, written as its lock functions' arguments ("42"):
-// it takes the key as a transaction lock, then as a session lock, waiting
-// at most ms milliseconds.
+// it takes the key as a transaction lock, waiting at most ms milliseconds,
+// then as a session lock, and puts back the session's lock_timeout of 0.
 func sessionSliceSQL(shared bool, key string, ms int) string {
-	return sqltext.SessionSliceStmt(sqltext.Inline, sqltext.Guarded, shared, int64(ms), sliceKey(key)).Query
+	return sqltext.SessionSliceStmt(sqltext.Inline, sqltext.Guarded, shared, int64(ms), 0, sliceKey(key)).Query
+}
+
+// sessionSlice is a slice of a wait for session locks on keys, guarded,
+// as the library sends it on a session whose lock_timeout is 0: for one
+// key the statement of SessionSliceStmt, for several SessionSlice's.
+func sessionSlice(shared bool, ms int64, keys ...sqltext.Key) string {
+	if len(keys) == 1 {
+		return sqltext.SessionSliceStmt(sqltext.Inline, sqltext.Guarded, shared, ms, 0, keys[0]).Query
+	}
+	return sqltext.SessionSlice(sqltext.Guarded, shared, ms, keys...)
 }
 
 // sliceKey parses a key written as its lock functions' arguments: "42" or

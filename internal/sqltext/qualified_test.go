@@ -100,7 +100,7 @@ var builders = []struct {
 		return sqltext.InNewTransaction("BEGIN ISOLATION LEVEL REPEATABLE READ", sqltext.XactSlice(v.shared, 5, v.keys...))
 	}},
 	{"SessionSliceStmt", func(v variant) string {
-		return sqltext.SessionSliceStmt(v.form, v.guard(), v.shared, 1000, v.keys[0]).Query
+		return sqltext.SessionSliceStmt(v.form, v.guard(), v.shared, 1000, 0, v.keys[0]).Query
 	}},
 	{"GuardedXactSlice", func(v variant) string { return sqltext.GuardedXactSlice(v.guard(), v.shared, 1000, v.keys...) }},
 	{"EndRefusedSlice", func(v variant) string {

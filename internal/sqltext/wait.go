@@ -28,16 +28,18 @@ const WaitSettings = "SELECT pg_catalog.current_setting('lock_timeout'), " +
 //	pg_catalog.current_setting('lock_timeout') AS prev,
 //	pg_catalog.set_config('lock_timeout', '1000', true), CASE WHEN ... END,
 //	(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_xact_lock(k)
-//	FROM (VALUES (42)) AS k(k)) AS l),
+//	FROM (VALUES (1), (2)) AS k(k)) AS l),
 //	(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_lock(k)
-//	FROM (VALUES (42)) AS k(k)) AS l) OFFSET 0) AS t
+//	FROM (VALUES (1), (2)) AS k(k)) AS l) OFFSET 0) AS t
 //
-// The select list runs left to right (see boundedBy). The keys
-// are rows of a VALUES list, even one key, because a scan looks for
-// interrupts before each row: the server can grant a transaction lock as
-// lock_timeout fires and raise the timeout only at its next look, and that
-// look must come before the session locks, not after them, or the failed
-// statement would leave them held.
+// It serves a wait for several keys, whose first slice is sent before
+// the session's settings are read, and so puts back the lock_timeout it
+// finds (see boundedBy); a wait for one key reads them first and sends
+// [SessionSliceStmt]. The keys are rows of VALUES lists, because a scan
+// looks for interrupts before each row: the server can grant a
+// transaction lock as lock_timeout fires and raise the timeout only at
+// its next look, and that look must come before the session locks, not
+// after them, or the failed statement would leave them held.
 //
 // The slice is guarded by g: where [TryLock] would refuse, it fails with
 // the refusal's SQLSTATE before it waits or takes anything (see
@@ -46,6 +48,58 @@ const WaitSettings = "SELECT pg_catalog.current_setting('lock_timeout'), " +
 // to any backend.
 func SessionSlice(g Guard, shared bool, ms int64, keys ...Key) string {
 	return boundedBy(quoted(ms), check(g)+", "+scanned(true, shared, keys)+", "+scanned(false, shared, keys))
+}
+
+// SessionSliceStmt returns one slice of a wait for a session lock on key,
+// in form f: it waits at most ms milliseconds, then fails with SQLSTATE
+// 55P03 holding nothing it took. prev is the session's lock_timeout, in
+// milliseconds, which the slice puts back:
+//
+//	SELECT pg_catalog.set_config('lock_timeout', '1000', true), CASE WHEN ...
+//	END, pg_catalog.pg_advisory_xact_lock(42), pg_catalog.pg_sleep(0),
+//	pg_catalog.set_config('lock_timeout', '0', true),
+//	pg_catalog.pg_advisory_lock(42)
+//
+// One select list, which runs left to right: the bound, the guard (see
+// [SessionSlice]), the wait for the transaction lock, then the session
+// lock, which the server grants at once to a session that holds the key
+// already. pg_sleep(0) looks for interrupts before it returns, so that a
+// lock_timeout that fired as the transaction lock was granted fails the
+// statement there, before the session lock is taken. After it, nothing
+// waits, so the setting goes back before the session lock. The bound is
+// local to the statement's transaction, and so gone with it outside a
+// transaction block; put back, it is gone inside one as well.
+//
+// In the Params form the bound is $1, the setting put back $2 and the key
+// $3 (or $3 and $4), so that the text is the same for every slice and
+// key, and pgx prepares it once per connection.
+func SessionSliceStmt(f Form, g Guard, shared bool, ms, prev int64, key Key) Stmt {
+	if f != Params {
+		return Plain(keySlice(g, shared, quoted(ms), quoted(prev), "("+key.args()+")"))
+	}
+	texts := sessionSliceTexts[b2i(shared)]
+	if g != Guarded {
+		texts = keySliceTexts(g, shared)
+	}
+	bound, back := strconv.FormatInt(ms, 10), strconv.FormatInt(prev, 10)
+	if key.Pair {
+		return Stmt{Query: texts[1], Args: []any{bound, back, key.A, key.B}}
+	}
+	return Stmt{Query: texts[0], Args: []any{bound, back, key.Bigint}}
+}
+
+// keySlice renders [SessionSliceStmt]'s statement from SQL of its bound,
+// the setting it puts back, and the key's argument list.
+func keySlice(g Guard, shared bool, bound, prev, args string) string {
+	return "SELECT pg_catalog.set_config('lock_timeout', " + bound + ", true), " + check(g) + ", " +
+		fn("pg_advisory", true, shared) + args + ", pg_catalog.pg_sleep(0), " +
+		"pg_catalog.set_config('lock_timeout', " + prev + ", true), " + fn("pg_advisory", false, shared) + args
+}
+
+// keySliceTexts returns the Params form of [SessionSliceStmt] guarded by
+// g, for a bigint key and for a pair.
+func keySliceTexts(g Guard, shared bool) [2]string {
+	return [2]string{keySlice(g, shared, "$1", "$2", "($3)"), keySlice(g, shared, "$1", "$2", "($3,$4)")}
 }
 
 // quoted renders ms as an SQL string literal.
@@ -149,20 +203,6 @@ func InSavepoint(again bool, slice string) string {
 	return begin + slice + "; RELEASE SAVEPOINT " + WaitSavepoint
 }
 
-// SessionSliceStmt is [SessionSlice] for one key, in form f. In the Params
-// form the bound is $1 and the key $2 (or $2 and $3), so that the text is
-// the same for every slice and key, and pgx prepares it once per
-// connection.
-func SessionSliceStmt(f Form, g Guard, shared bool, ms int64, key Key) Stmt {
-	if f != Params {
-		return Plain(SessionSlice(g, shared, ms, key))
-	}
-	if g != Guarded {
-		return sliceParams(sessionSliceText(g, shared), ms, key)
-	}
-	return sliceParams(sessionSliceTexts[b2i(shared)], ms, key)
-}
-
 // XactSliceStmt is [XactSlice] for one key, in form f, as
 // [SessionSliceStmt] is for a session.
 func XactSliceStmt(f Form, shared bool, ms int64, key Key) Stmt {
@@ -185,7 +225,7 @@ func sliceParams(texts [2]string, ms int64, key Key) Stmt {
 // sessionSliceTexts and xactSliceTexts hold the slice statements of the
 // Params form, by whether the lock is shared, then whether the key is a
 // pair; the session's are the Guarded ones, and a lease's own, whose text
-// carries its mark, is made per call ([sessionSliceText]).
+// carries its mark, is made per call ([keySliceTexts]).
 var (
 	sessionSliceTexts [2][2]string
 	xactSliceTexts    [2][2]string
@@ -199,28 +239,9 @@ const sliceParamPrefix = "SELECT pg_catalog.set_config('lock_timeout', t.prev, t
 // form, for a bigint key and for a pair.
 var sliceParamArgs = [2]string{"($2)", "($2,$3)"}
 
-// sessionSliceText returns the Params form of a session slice guarded by
-// g, for a bigint key and for a pair. It scans its key, as [SessionSlice]
-// does.
-func sessionSliceText(g Guard, shared bool) [2]string {
-	scan := [2]string{
-		"(k) FROM (VALUES ($2::pg_catalog.int8)) AS k(k)) AS l)",
-		"(a,b) FROM (VALUES ($2::pg_catalog.int4,$3::pg_catalog.int4)) AS p(a,b)) AS l)",
-	}
-	xact := fn("pg_advisory", true, shared)
-	session := fn("pg_advisory", false, shared)
-	var texts [2]string
-	for pair := range texts {
-		texts[pair] = sliceParamPrefix + check(g) + ", " +
-			"(SELECT pg_catalog.count(*) FROM (SELECT " + xact + scan[pair] + ", " +
-			"(SELECT pg_catalog.count(*) FROM (SELECT " + session + scan[pair] + " OFFSET 0) AS t"
-	}
-	return texts
-}
-
 func init() {
 	for shared := range 2 {
-		sessionSliceTexts[shared] = sessionSliceText(Guarded, shared == 1)
+		sessionSliceTexts[shared] = keySliceTexts(Guarded, shared == 1)
 		for pair, args := range sliceParamArgs {
 			xactSliceTexts[shared][pair] = sliceParamPrefix + fn("pg_advisory", true, shared == 1) + args + " OFFSET 0) AS t"
 		}

@@ -35,11 +35,9 @@ func TestWaitStatements(t *testing.T) {
 		{"SessionSliceOwnMark", sqltext.SessionSlice(sqltext.OwnMark(8177), false, 1100, k),
 			bound + ownCheck + "(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_xact_lock(k) FROM (VALUES (42)) AS k(k)) AS l), " +
 				"(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_lock(k) FROM (VALUES (42)) AS k(k)) AS l) OFFSET 0) AS t"},
-		{"SessionSliceOwnMarkParams", sqltext.SessionSliceStmt(sqltext.Params, sqltext.OwnMark(8177), false, 1100, k).Query,
-			"SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT pg_catalog.current_setting('lock_timeout') AS prev, " +
-				"pg_catalog.set_config('lock_timeout', $1, true), " + ownCheck +
-				"(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_xact_lock(k) FROM (VALUES ($2::pg_catalog.int8)) AS k(k)) AS l), " +
-				"(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_lock(k) FROM (VALUES ($2::pg_catalog.int8)) AS k(k)) AS l) OFFSET 0) AS t"},
+		{"SessionSliceOwnMarkParams", sqltext.SessionSliceStmt(sqltext.Params, sqltext.OwnMark(8177), false, 1100, 0, k).Query,
+			"SELECT pg_catalog.set_config('lock_timeout', $1, true), " + ownCheck +
+				"pg_catalog.pg_advisory_xact_lock($3), pg_catalog.pg_sleep(0), pg_catalog.set_config('lock_timeout', $2, true), pg_catalog.pg_advisory_lock($3)"},
 		{"XactSlice", sqltext.XactSlice(false, 1100, k),
 			bound + "pg_catalog.pg_advisory_xact_lock(42) OFFSET 0) AS t"},
 		{"GuardedXactSlice", sqltext.GuardedXactSlice(sqltext.Guarded, false, 1100, k),
@@ -49,15 +47,18 @@ func TestWaitStatements(t *testing.T) {
 		{"EndRefusedSliceSavepoint", sqltext.EndRefusedSlice(true, "BEGIN"), sqltext.LeaveWaitSavepoint},
 		{"EndRefusedSliceOwned", sqltext.EndRefusedSlice(false, "BEGIN ISOLATION LEVEL REPEATABLE READ"),
 			"ROLLBACK; BEGIN ISOLATION LEVEL REPEATABLE READ"},
-		{"SessionSliceParams", sqltext.SessionSliceStmt(sqltext.Params, sqltext.Guarded, false, 1100, p).Query,
-			"SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT pg_catalog.current_setting('lock_timeout') AS prev, " +
-				"pg_catalog.set_config('lock_timeout', $1, true), " + check +
-				"(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_xact_lock(a,b) FROM (VALUES ($2::pg_catalog.int4,$3::pg_catalog.int4)) AS p(a,b)) AS l), " +
-				"(SELECT pg_catalog.count(*) FROM (SELECT pg_catalog.pg_advisory_lock(a,b) FROM (VALUES ($2::pg_catalog.int4,$3::pg_catalog.int4)) AS p(a,b)) AS l) OFFSET 0) AS t"},
+		{"SessionSliceParams", sqltext.SessionSliceStmt(sqltext.Params, sqltext.Guarded, false, 1100, 0, p).Query,
+			"SELECT pg_catalog.set_config('lock_timeout', $1, true), " + check +
+				"pg_catalog.pg_advisory_xact_lock($3,$4), pg_catalog.pg_sleep(0), pg_catalog.set_config('lock_timeout', $2, true), pg_catalog.pg_advisory_lock($3,$4)"},
 		{"XactSliceParams", sqltext.XactSliceStmt(sqltext.Params, true, 1100, k).Query,
 			"SELECT pg_catalog.set_config('lock_timeout', t.prev, true) FROM (SELECT pg_catalog.current_setting('lock_timeout') AS prev, " +
 				"pg_catalog.set_config('lock_timeout', $1, true), pg_catalog.pg_advisory_xact_lock_shared($2) OFFSET 0) AS t"},
-		{"SessionSliceInline", sqltext.SessionSliceStmt(sqltext.Inline, sqltext.Guarded, false, 1100, k).Query, sqltext.SessionSlice(sqltext.Guarded, false, 1100, k)},
+		{"SessionSliceInline", sqltext.SessionSliceStmt(sqltext.Inline, sqltext.Guarded, false, 1100, 2000, k).Query,
+			"SELECT pg_catalog.set_config('lock_timeout', '1100', true), " + check +
+				"pg_catalog.pg_advisory_xact_lock(42), pg_catalog.pg_sleep(0), pg_catalog.set_config('lock_timeout', '2000', true), pg_catalog.pg_advisory_lock(42)"},
+		{"SessionSliceInlineShared", sqltext.SessionSliceStmt(sqltext.Inline, sqltext.Guarded, true, 1100, 0, p).Query,
+			"SELECT pg_catalog.set_config('lock_timeout', '1100', true), " + check +
+				"pg_catalog.pg_advisory_xact_lock_shared(1,-2), pg_catalog.pg_sleep(0), pg_catalog.set_config('lock_timeout', '0', true), pg_catalog.pg_advisory_lock_shared(1,-2)"},
 		{"InSavepoint", sqltext.InSavepoint(false, "SELECT 1"),
 			"SAVEPOINT pgadvisory_wait; SELECT 1; RELEASE SAVEPOINT pgadvisory_wait"},
 		{"InSavepointAgain", sqltext.InSavepoint(true, "SELECT 1"),
