@@ -190,8 +190,28 @@ func AwaitHolder(tb testing.TB, db *sql.DB, key Key) int {
 // and fails tb if none does within [PollTimeout].
 func AwaitWaiting(tb testing.TB, db *sql.DB, key Key) {
 	tb.Helper()
+	awaitWaiting(tb, db, key, pollInterval)
+}
+
+// AwaitQueued is [AwaitWaiting] for a benchmark of how soon a waiter gets
+// a released key. It asks the server again at once, not every few
+// milliseconds, and returns settle after it first sees the waiter queued.
+// So every waiter is released the same time after it joined the queue,
+// however many statements it sent before: with a pause between looks, a
+// waiter that sends one statement is often queued by the first look and
+// released while its process is still running, and one that sends three
+// is not, and sleeps until the next.
+func AwaitQueued(tb testing.TB, db *sql.DB, key Key, settle time.Duration) {
+	tb.Helper()
+	awaitWaiting(tb, db, key, 0)
+	time.Sleep(settle)
+}
+
+// awaitWaiting is [AwaitWaiting], asking every interval.
+func awaitWaiting(tb testing.TB, db *sql.DB, key Key, interval time.Duration) {
+	tb.Helper()
 	var last []Lock
-	err := Poll(pollInterval, func() (bool, error) {
+	err := Poll(interval, func() (bool, error) {
 		var err error
 		last, err = LocksOf(context.Background(), db, key)
 		for _, l := range last {

@@ -69,6 +69,10 @@ type handoffVariant struct {
 	p90            []float64
 }
 
+// handoffSettle is how long a waiter waits, once queued, before its
+// holder releases: the same for every variant (see pgtest.AwaitQueued).
+const handoffSettle = 5 * time.Millisecond
+
 // handoff runs one handoff of v: the holder holds; the waiter starts
 // waiting; once pg_locks shows it waiting, the holder releases. It returns
 // the time from the release call to the waiter's return with the lock.
@@ -82,7 +86,7 @@ func handoff(b *testing.B, obs *sql.DB, v *handoffVariant) time.Duration {
 		}
 		got <- time.Now()
 	}()
-	pgtest.AwaitWaiting(b, obs, advisory.Int64Key(v.key))
+	pgtest.AwaitQueued(b, obs, advisory.Int64Key(v.key), handoffSettle)
 	start := time.Now()
 	if err := v.holder.unlock(ctx); err != nil {
 		b.Fatalf("%s: holder's release: %v", v.name, err)
@@ -104,8 +108,9 @@ func handoff(b *testing.B, obs *sql.DB, v *handoffVariant) time.Duration {
 // "SELECT pg_catalog.pg_advisory_unlock($1)", and against the statement of
 // a slice of pgxlock's wait sent by hand (hand-slice), which tells the
 // server's cost of a wait in slices from pgxlock's own. Each variant has a key and
-// two connections of its own; pgtest.AwaitWaiting says when the waiter is
-// queued, and the time runs from the release call to the waiter's return.
+// two connections of its own; the holder releases handoffSettle after
+// pgtest.AwaitQueued first sees the waiter queued, and the time runs from
+// the release call to the waiter's return.
 // The variants interleave handoff by handoff, in an order shuffled anew
 // for every round from a logged seed (PGADVISORY_BENCH_SEED); each repeat
 // has handoffsPerRepeat handoffs of each, and it reports the median over

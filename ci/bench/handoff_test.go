@@ -90,6 +90,11 @@ func (s redsyncSide) unlock(ctx context.Context) error {
 	return err
 }
 
+// handoffSettle is how long a blocked waiter waits, once queued, before
+// its holder releases: the same for every variant, however many
+// statements it sent before it queued (see pgtest.AwaitQueued).
+const handoffSettle = 5 * time.Millisecond
+
 // handoff runs one handoff: the holder holds; the waiter starts waiting;
 // the holder releases; it returns the time from the release call to the
 // waiter's acquisition. The waiter then releases, and the holder takes
@@ -133,7 +138,8 @@ const handoffRepeats = 5
 // always follows the same one; it reports the median p50 of each and the
 // ratios of the library to the best hand-written form (the one whose
 // median is the least), repeat by repeat, with their ranges over the
-// repeats. Each b.N runs handoffRepeats
+// repeats. A blocked waiter is released handoffSettle after it is first
+// seen queued, whichever form it is. Each b.N runs handoffRepeats
 // repeats; run it with -benchtime=1x.
 func BenchmarkHandoff(b *testing.B) {
 	rdb := startRedis(b)
@@ -180,7 +186,7 @@ func handoffVariants(b *testing.B, s *pgtest.Server, driver string, rs *redsync.
 	conn := func() *sql.Conn { return pgtest.Conn(b, db) }
 	base := rand.Int64N(1<<40) + 1
 	awaitWaiting := func(k int64) func() {
-		return func() { pgtest.AwaitWaiting(b, obs, advisory.Int64Key(k)) }
+		return func() { pgtest.AwaitQueued(b, obs, advisory.Int64Key(k), handoffSettle) }
 	}
 	// The pollers and redsync's waiter sleep between tries: release at a
 	// random moment of their sleep.
