@@ -87,7 +87,7 @@ func TestScopedWaitRunsOut(t *testing.T) {
 			m.ExpectBegin()
 			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, true, false, key)).WithoutArgs().WillReturnResult(rows(0))
 			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
-			m.ExpectExec("ROLLBACK; BEGIN; " + sqltext.GuardedXactSlice(sqltext.Guarded, false, 150, key)).WithoutArgs().WillReturnError(errRanOut)
+			m.ExpectExec("ROLLBACK; BEGIN; " + xactSlice(false, 150, key)).WithoutArgs().WillReturnError(errRanOut)
 			m.ExpectRollback()
 		}, call: func(ctx context.Context, db *sql.DB, called *bool) error {
 			return advisory.WithXactLock(ctx, db, k42, func(context.Context, *sql.Tx) error { *called = true; return nil }, timeout)
@@ -96,7 +96,7 @@ func TestScopedWaitRunsOut(t *testing.T) {
 			m.ExpectBegin()
 			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, true, false, key)).WithoutArgs().WillReturnResult(rows(0))
 			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
-			m.ExpectExec(sqltext.InSavepoint(false, sqltext.GuardedXactSlice(sqltext.Guarded, false, 150, key))).WithoutArgs().WillReturnError(errRanOut)
+			m.ExpectExec(sqltext.InSavepoint(false, xactSlice(false, 150, key))).WithoutArgs().WillReturnError(errRanOut)
 			// The wait leaves the caller's transaction as it was.
 			m.ExpectExec(sqltext.LeaveWaitSavepoint).WithoutArgs().WillReturnResult(rows(0))
 			m.ExpectRollback()

@@ -171,9 +171,26 @@ func sliceKey(key string) sqltext.Key {
 }
 
 // xactSliceSQL is a slice of a wait for an exclusive transaction lock on
-// one key, as for sessionSliceSQL, guarded.
-func xactSliceSQL(key string, ms int) string {
-	return guardedTimeoutSQL("pg_catalog.pg_advisory_xact_lock("+key+")", ms)
+// one key, as for sessionSliceSQL, guarded, on a session whose
+// lock_timeout is 0, which it puts back.
+func xactSliceSQL(key string, ms int) string { return xactSliceBackSQL(key, ms, 0) }
+
+// xactSliceBackSQL is xactSliceSQL on a session whose lock_timeout is
+// prev milliseconds.
+func xactSliceBackSQL(key string, ms, prev int) string {
+	return "SELECT pg_catalog.set_config('lock_timeout', '" + strconv.Itoa(ms) + "', true), " + checkSQL +
+		"pg_catalog.pg_advisory_xact_lock(" + key + "), pg_catalog.set_config('lock_timeout', '" + strconv.Itoa(prev) + "', true)"
+}
+
+// xactSlice is a slice of a wait for transaction locks on keys, guarded,
+// as the library sends it on a session whose lock_timeout is 0: for one
+// key the statement of GuardedXactKeySlice, for several
+// GuardedXactSlice's.
+func xactSlice(shared bool, ms int64, keys ...sqltext.Key) string {
+	if len(keys) == 1 {
+		return sqltext.GuardedXactKeySlice(sqltext.Guarded, shared, ms, 0, keys[0])
+	}
+	return sqltext.GuardedXactSlice(sqltext.Guarded, shared, ms, keys...)
 }
 
 // inSavepointSQL is slice run under the wait's savepoint, in a transaction

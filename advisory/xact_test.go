@@ -85,7 +85,7 @@ func TestXactErrors(t *testing.T) {
 				// The session's lock_timeout bounds the wait: its only
 				// slice is the last, and its running out ends the wait.
 				m.ExpectQuery(waitSettingsSQL).WillReturnRows(waitSettingsRows("1s", "0", "1s"))
-				m.ExpectExec(inSavepointSQL(false, xactSliceSQL("42", 1000))).WillReturnError(tt.err)
+				m.ExpectExec(inSavepointSQL(false, xactSliceBackSQL("42", 1000, 1000))).WillReturnError(tt.err)
 				m.ExpectExec("ROLLBACK TO SAVEPOINT pgadvisory_wait; RELEASE SAVEPOINT pgadvisory_wait").WillReturnResult(rows(0))
 			} else {
 				m.ExpectQuery(waitSettingsSQL).WillReturnRows(waitSettingsRows("0", "0", "1s"))
@@ -115,7 +115,7 @@ func TestXactLockRunsOutLeavesSavepoint(t *testing.T) {
 	ranOut := &sqlState{"55P03", "canceling statement due to lock timeout"}
 	m.ExpectExec(sqltext.TryLock(sqltext.Guarded, true, false, key)).WithoutArgs().WillReturnResult(rows(0))
 	m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(waitSettingsRows("100ms", "0", "1s"))
-	m.ExpectExec(sqltext.InSavepoint(false, sqltext.GuardedXactSlice(sqltext.Guarded, false, 100, key))).WithoutArgs().WillReturnError(ranOut)
+	m.ExpectExec(sqltext.InSavepoint(false, sqltext.GuardedXactKeySlice(sqltext.Guarded, false, 100, 100, key))).WithoutArgs().WillReturnError(ranOut)
 	m.ExpectExec(sqltext.LeaveWaitSavepoint).WithoutArgs().WillReturnResult(rows(0))
 	m.ExpectExec("UPDATE jobs SET skipped = true").WillReturnResult(rows(1))
 	m.ExpectCommit()
@@ -191,7 +191,7 @@ func TestXactLockWaitsUnderSavepoint(t *testing.T) {
 				m.ExpectExec(tt.try).WithoutArgs().WillReturnResult(rows(0))
 				m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
 			}
-			slice := sqltext.GuardedXactSlice(sqltext.Guarded, tt.shared, 1100, tt.keys...)
+			slice := xactSlice(tt.shared, 1100, tt.keys...)
 			m.ExpectExec(sqltext.InSavepoint(false, slice)).WithoutArgs().WillReturnError(errRanOut)
 			if tt.try == "" {
 				// Several keys read the settings after the first slice,
@@ -228,7 +228,7 @@ func TestXactWaitRefused(t *testing.T) {
 			tx, m := mockTx(t)
 			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, true, false, key)).WithoutArgs().WillReturnResult(rows(0))
 			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
-			m.ExpectExec(sqltext.InSavepoint(false, sqltext.GuardedXactSlice(sqltext.Guarded, false, 1100, key))).WithoutArgs().WillReturnError(r.err)
+			m.ExpectExec(sqltext.InSavepoint(false, xactSlice(false, 1100, key))).WithoutArgs().WillReturnError(r.err)
 			m.ExpectExec(sqltext.LeaveWaitSavepoint).WithoutArgs().WillReturnResult(rows(0))
 			m.ExpectExec("UPDATE jobs SET done = true").WillReturnResult(rows(1))
 			m.ExpectCommit()
@@ -244,7 +244,7 @@ func TestXactWaitRefused(t *testing.T) {
 		t.Run("XactLockKeys"+r.name, func(t *testing.T) {
 			t.Parallel()
 			tx, m := mockTx(t)
-			m.ExpectExec(sqltext.InSavepoint(false, sqltext.GuardedXactSlice(sqltext.Guarded, false, 1100, keys...))).WithoutArgs().WillReturnError(r.err)
+			m.ExpectExec(sqltext.InSavepoint(false, xactSlice(false, 1100, keys...))).WithoutArgs().WillReturnError(r.err)
 			m.ExpectExec(sqltext.LeaveWaitSavepoint).WithoutArgs().WillReturnResult(rows(0))
 			m.ExpectRollback()
 			err := advisory.XactLockKeys(context.Background(), tx, advisory.Int64Key(2), advisory.Int64Key(1))
@@ -256,7 +256,7 @@ func TestXactWaitRefused(t *testing.T) {
 			m.ExpectBegin()
 			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, true, false, key)).WithoutArgs().WillReturnResult(rows(0))
 			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
-			m.ExpectExec("ROLLBACK; BEGIN; " + sqltext.GuardedXactSlice(sqltext.Guarded, false, 1100, key)).WithoutArgs().WillReturnError(r.err)
+			m.ExpectExec("ROLLBACK; BEGIN; " + xactSlice(false, 1100, key)).WithoutArgs().WillReturnError(r.err)
 			m.ExpectExec("ROLLBACK; BEGIN").WithoutArgs().WillReturnResult(rows(0))
 			m.ExpectRollback()
 			err := advisory.WithXactLock(context.Background(), db, k42, func(context.Context, *sql.Tx) error {

@@ -298,7 +298,7 @@ func TestWithXactLockWaitsInNewTransactions(t *testing.T) {
 			m.ExpectBegin()
 			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, true, false, key)).WithoutArgs().WillReturnResult(rows(0))
 			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
-			slice := "ROLLBACK; BEGIN; " + sqltext.GuardedXactSlice(sqltext.Guarded, false, 1100, key)
+			slice := "ROLLBACK; BEGIN; " + xactSlice(false, 1100, key)
 			for range tt.ranOut {
 				m.ExpectExec(slice).WithoutArgs().WillReturnError(errRanOut)
 			}

@@ -47,6 +47,9 @@ type xactWait struct {
 	keys      []sqltext.Key
 	o         *Options
 	savepoint bool // a slice ran under the wait's savepoint, which may have failed
+	// lockTimeout is the session's lock_timeout in milliseconds, once
+	// read, which a slice for one key puts back.
+	lockTimeout int64
 }
 
 func (w *xactWait) take(ctx context.Context, op string, f sqltext.Form, start time.Time) (bool, error) {
@@ -73,7 +76,12 @@ func (w *xactWait) take(ctx context.Context, op string, f sqltext.Form, start ti
 	}
 	out := waitInSlices(ctx, start, w.o, op, KeyList(w.keys), len(w.keys) == 1, w.settings,
 		func(ctx context.Context, n int, ms int64) error {
-			slice := sqltext.GuardedXactSlice(g, w.o.Shared, ms, w.keys...)
+			var slice string
+			if len(w.keys) == 1 {
+				slice = sqltext.GuardedXactKeySlice(g, w.o.Shared, ms, w.lockTimeout, w.keys[0])
+			} else {
+				slice = sqltext.GuardedXactSlice(g, w.o.Shared, ms, w.keys...)
+			}
 			switch {
 			case w.owned && (n > 0 || len(w.keys) == 1):
 				// The transaction ran a slice that failed, or the
@@ -119,7 +127,9 @@ func (w *xactWait) settings(ctx context.Context) (waitSettings, error) {
 			return waitSettings{}, err
 		}
 	}
-	return readWaitSettings(ctx, w.tx)
+	s, err := readWaitSettings(ctx, w.tx)
+	w.lockTimeout = s.lock.Milliseconds()
+	return s, err
 }
 
 // beginStatement renders the BEGIN that starts a transaction as opts say.

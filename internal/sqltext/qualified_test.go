@@ -103,6 +103,9 @@ var builders = []struct {
 		return sqltext.SessionSliceStmt(v.form, v.guard(), v.shared, 1000, 0, v.keys[0]).Query
 	}},
 	{"GuardedXactSlice", func(v variant) string { return sqltext.GuardedXactSlice(v.guard(), v.shared, 1000, v.keys...) }},
+	{"GuardedXactKeySlice", func(v variant) string {
+		return sqltext.GuardedXactKeySlice(v.guard(), v.shared, 1000, 0, v.keys[0])
+	}},
 	{"EndRefusedSlice", func(v variant) string {
 		return sqltext.EndRefusedSlice(v.second, "BEGIN ISOLATION LEVEL REPEATABLE READ")
 	}},

@@ -121,6 +121,23 @@ func GuardedXactSlice(g Guard, shared bool, ms int64, keys ...Key) string {
 	return boundedBy(quoted(ms), check(g)+", "+locks(true, shared, keys))
 }
 
+// GuardedXactKeySlice is [GuardedXactSlice] for one key, on a session
+// whose lock_timeout is prev milliseconds, which it puts back:
+//
+//	SELECT pg_catalog.set_config('lock_timeout', '1000', true), CASE WHEN ...
+//	END, pg_catalog.pg_advisory_xact_lock(42),
+//	pg_catalog.set_config('lock_timeout', '0', true)
+//
+// One select list, which runs left to right, as [SessionSliceStmt]'s
+// does. A lock_timeout that fires as the lock is granted is raised at
+// the statement's next look for interrupts, which the executor takes
+// before it finds there is no second row: the statement fails, and the
+// lock ends with what the failure rolls back.
+func GuardedXactKeySlice(g Guard, shared bool, ms, prev int64, key Key) string {
+	return "SELECT pg_catalog.set_config('lock_timeout', " + quoted(ms) + ", true), " + check(g) + ", " +
+		call(fn("pg_advisory", true, shared), key) + ", pg_catalog.set_config('lock_timeout', " + quoted(prev) + ", true)"
+}
+
 // EndRefusedSlice returns the statement that ends a [GuardedXactSlice]
 // that refused: in a transaction the caller began (savepoint), it rolls
 // back to the wait's savepoint and releases it, which leaves the

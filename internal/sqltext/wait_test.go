@@ -42,6 +42,12 @@ func TestWaitStatements(t *testing.T) {
 			bound + "pg_catalog.pg_advisory_xact_lock(42) OFFSET 0) AS t"},
 		{"GuardedXactSlice", sqltext.GuardedXactSlice(sqltext.Guarded, false, 1100, k),
 			bound + check + "pg_catalog.pg_advisory_xact_lock(42) OFFSET 0) AS t"},
+		{"GuardedXactKeySlice", sqltext.GuardedXactKeySlice(sqltext.Guarded, false, 1100, 2000, k),
+			"SELECT pg_catalog.set_config('lock_timeout', '1100', true), " + check +
+				"pg_catalog.pg_advisory_xact_lock(42), pg_catalog.set_config('lock_timeout', '2000', true)"},
+		{"GuardedXactKeySliceShared", sqltext.GuardedXactKeySlice(sqltext.OwnMark(8177), true, 1100, 0, p),
+			"SELECT pg_catalog.set_config('lock_timeout', '1100', true), " + ownCheck +
+				"pg_catalog.pg_advisory_xact_lock_shared(1,-2), pg_catalog.set_config('lock_timeout', '0', true)"},
 		{"GuardedXactSliceOwnMark", sqltext.GuardedXactSlice(sqltext.OwnMark(8177), true, 1100, k, p),
 			bound + ownCheck + "(SELECT pg_catalog.count(*) FROM (" + sqltext.Lock(true, true, k, p) + ") AS l) OFFSET 0) AS t"},
 		{"EndRefusedSliceSavepoint", sqltext.EndRefusedSlice(true, "BEGIN"), sqltext.LeaveWaitSavepoint},
