@@ -160,13 +160,17 @@ func BenchmarkHandoff(b *testing.B) {
 				p50 := map[string][]float64{}
 				samples := map[string][]time.Duration{}
 				for range b.N * handoffRepeats {
-					// One handoff of each variant per round, in an order
-					// shuffled every round, until each has had its n.
+					// Rounds of one handoff of each variant, in an order
+					// shuffled every round; a variant with a smaller n
+					// takes part in every few rounds, spread over the
+					// repeat, so that no holder holds for long (redsync's
+					// lock expires after 8 s).
 					ds := map[string][]time.Duration{}
-					for i := range slices.MaxFunc(vs, func(a, b *handoffVariant) int { return a.n - b.n }).n {
+					rounds := slices.MaxFunc(vs, func(a, b *handoffVariant) int { return a.n - b.n }).n
+					for i := range rounds {
 						for _, j := range rng.Perm(len(vs)) {
 							v := vs[j]
-							if i < v.n {
+							if i*v.n/rounds != (i+1)*v.n/rounds {
 								ds[v.name] = append(ds[v.name], handoff(b, v))
 							}
 						}
