@@ -8,7 +8,14 @@ import (
 	"os"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
 )
+
+// DriverPGXPool is the driver name with which [OpenExample] opens the
+// *sql.DB of a program on pgx's own API: stdlib.OpenDBFromPool on a
+// *pgxpool.Pool from [OpenExamplePool]. Only OpenExample takes it;
+// [Server.Open] and [Each] do not.
+const DriverPGXPool = "pgxpool"
 
 // Launch gives a runnable example program a PostgreSQL without a
 // testing.TB. It returns DATABASE_URL when that is set, with a stop that
@@ -29,14 +36,30 @@ func Launch(ctx context.Context) (dsn string, stop func(), err error) {
 }
 
 // OpenExample opens the database an example program runs against, with
-// driver DriverPQ or DriverPGX: DATABASE_URL when it is set, or else a
-// disposable server from [Launch], announced on w before it starts. It
-// checks the server answers and returns a description of it for the
-// program's first line, such as "PostgreSQL 17.2 (disposable server)".
-// close closes db and removes any server Launch started.
+// driver DriverPQ, DriverPGX or DriverPGXPool: DATABASE_URL when it is
+// set, or else a disposable server from [Launch], announced on w before it
+// starts. It checks the server answers and returns a description of it
+// for the program's first line, such as "PostgreSQL 17.2 (disposable
+// server)". close closes db and removes any server Launch started; with
+// DriverPGXPool it closes the pool too.
 func OpenExample(ctx context.Context, driver string, w io.Writer) (db *sql.DB, about string, close func(), err error) {
-	if driver != DriverPQ && driver != DriverPGX {
-		return nil, "", nil, fmt.Errorf("pgtest: driver %q: want %q or %q", driver, DriverPQ, DriverPGX)
+	switch driver {
+	case DriverPQ, DriverPGX:
+	case DriverPGXPool:
+		pool, about, closePool, err := OpenExamplePool(ctx, w, nil)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		// What a program on pgx's own API writes to run a recipe:
+		// database/sql over the pool's own connections. Closing db
+		// leaves the pool open.
+		db := stdlib.OpenDBFromPool(pool)
+		return db, about, func() {
+			db.Close()
+			closePool()
+		}, nil
+	default:
+		return nil, "", nil, fmt.Errorf("pgtest: driver %q: want %q, %q or %q", driver, DriverPQ, DriverPGX, DriverPGXPool)
 	}
 	dsn, where, stop, err := exampleDSN(ctx, w)
 	if err != nil {

@@ -9,7 +9,10 @@
 // moment later. At the end the program checks in the database that every
 // deposit was applied exactly once.
 //
-//	go -C examples run ./idempotent [-driver pq|pgx] [-messages 50] [-copies 5] [-consumers 8]
+//	go -C examples run ./idempotent [-driver pq|pgx|pgxpool] [-messages 50] [-copies 5] [-consumers 8]
+//
+// With -driver pgxpool it runs on a *pgxpool.Pool, as a program on pgx's
+// own API does.
 //
 // It uses the database in DATABASE_URL when that is set, creating and
 // then dropping tables of its own. Otherwise it starts a disposable
@@ -37,7 +40,7 @@ import (
 )
 
 func main() {
-	driver := flag.String("driver", "pq", "database/sql driver: pq or pgx")
+	driver := flag.String("driver", "pq", "pq or pgx (database/sql drivers), or pgxpool (a pgx pool through stdlib.OpenDBFromPool)")
 	messages := flag.Int("messages", 50, "number of distinct messages")
 	copies := flag.Int("copies", 5, "deliveries of each message")
 	consumers := flag.Int("consumers", 8, "number of consumers")
@@ -71,6 +74,9 @@ func run(ctx context.Context, out io.Writer, driver string, messages, copies, co
 	if messages < 1 || copies < 1 || consumers < 1 {
 		return fmt.Errorf("need at least one message, copy and consumer, got %d, %d and %d", messages, copies, consumers)
 	}
+	// With -driver pgxpool, db is stdlib.OpenDBFromPool(pool), as a program
+	// on pgx's own API writes it: the recipe takes a *sql.DB because it is
+	// built on advisory, which runs on database/sql with any driver.
 	db, about, closeDB, err := pgtest.OpenExample(ctx, driver, out)
 	if err != nil {
 		return err

@@ -3,7 +3,10 @@
 // its back (as a crash or a failover would end it) another takes over
 // within milliseconds, with a higher fencing token.
 //
-//	go -C examples run ./leader [-driver pq|pgx] [-takeovers 2]
+//	go -C examples run ./leader [-driver pq|pgx|pgxpool] [-takeovers 2]
+//
+// With -driver pgxpool it runs on a *pgxpool.Pool, as a program on pgx's
+// own API does.
 //
 // It uses the database in DATABASE_URL when that is set. Otherwise it
 // starts a disposable PostgreSQL (in Docker, or from local initdb and
@@ -29,7 +32,7 @@ import (
 var schedulerKey = advisory.NameKey(1, "example-scheduler")
 
 func main() {
-	driver := flag.String("driver", "pq", "database/sql driver: pq or pgx")
+	driver := flag.String("driver", "pq", "pq or pgx (database/sql drivers), or pgxpool (a pgx pool through stdlib.OpenDBFromPool)")
 	takeovers := flag.Int("takeovers", 2, "how many times to end the leader's session")
 	flag.Parse()
 	if err := run(context.Background(), os.Stdout, *driver, *takeovers); err != nil {
@@ -48,6 +51,9 @@ func run(ctx context.Context, out io.Writer, driver string, takeovers int) error
 	if takeovers < 1 {
 		return fmt.Errorf("need at least one takeover, got %d", takeovers)
 	}
+	// With -driver pgxpool, db is stdlib.OpenDBFromPool(pool), as a program
+	// on pgx's own API writes it: the recipe takes a *sql.DB because it is
+	// built on advisory, which runs on database/sql with any driver.
 	db, about, closeDB, err := pgtest.OpenExample(ctx, driver, out)
 	if err != nil {
 		return err

@@ -12,25 +12,31 @@ import (
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // TestProgram runs the program as main does, through DATABASE_URL, on
-// every server and driver, and checks what it prints.
+// every server and driver, and on a pgx pool, and checks what it prints.
 func TestProgram(t *testing.T) {
-	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
-		t.Setenv("DATABASE_URL", tg.Server.DSN)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		var out strings.Builder
-		if err := run(ctx, &out, tg.Driver, 2); err != nil {
-			t.Fatalf("run: %v\n%s", err, out.String())
+	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) { testProgram(t, tg.Server, tg.Driver) })
+	for _, s := range pgtest.Servers(t) {
+		t.Run(s.Name+"/"+pgtest.DriverPGXPool, func(t *testing.T) { testProgram(t, s, pgtest.DriverPGXPool) })
+	}
+}
+
+// testProgram runs the program on s with driver and checks what it prints.
+func testProgram(t *testing.T, s *pgtest.Server, driver string) {
+	t.Setenv("DATABASE_URL", s.DSN)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out strings.Builder
+	if err := run(ctx, &out, driver, 2); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	for _, want := range []string{"(DATABASE_URL)\n", " leads with fencing token ", " took over after ", "fencing tokens strictly increasing\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
-		for _, want := range []string{"(DATABASE_URL)\n", " leads with fencing token ", " took over after ", "fencing tokens strictly increasing\n"} {
-			if !strings.Contains(out.String(), want) {
-				t.Errorf("output lacks %q:\n%s", want, out.String())
-			}
-		}
-		if n := strings.Count(out.String(), " took over after "); n != 2 {
-			t.Errorf("%d takeovers; want 2:\n%s", n, out.String())
-		}
-	})
+	}
+	if n := strings.Count(out.String(), " took over after "); n != 2 {
+		t.Errorf("%d takeovers; want 2:\n%s", n, out.String())
+	}
 }
 
 func TestRunBadConfig(t *testing.T) {

@@ -4,7 +4,10 @@
 // pool here for brevity; in production they would be separate processes,
 // and the limit would hold the same way.
 //
-//	go -C examples run ./limit [-driver pq|pgx] [-workers 12] [-slots 3] [-jobs 5]
+//	go -C examples run ./limit [-driver pq|pgx|pgxpool] [-workers 12] [-slots 3] [-jobs 5]
+//
+// With -driver pgxpool it runs on a *pgxpool.Pool, as a program on pgx's
+// own API does.
 //
 // It uses the database in DATABASE_URL when that is set. Otherwise it
 // starts a disposable PostgreSQL (in Docker, or from local initdb and
@@ -32,7 +35,7 @@ import (
 var encoderKey = advisory.NameKey(2, "image-encoder")
 
 func main() {
-	driver := flag.String("driver", "pq", "database/sql driver: pq or pgx")
+	driver := flag.String("driver", "pq", "pq or pgx (database/sql drivers), or pgxpool (a pgx pool through stdlib.OpenDBFromPool)")
 	workers := flag.Int("workers", 12, "number of workers")
 	slots := flag.Int("slots", 3, "how many may work at once")
 	jobs := flag.Int("jobs", 5, "jobs per worker")
@@ -47,6 +50,9 @@ func run(ctx context.Context, out io.Writer, driver string, workers, slots, jobs
 	if workers < 1 || slots < 1 || jobs < 1 {
 		return fmt.Errorf("need at least one worker, slot and job, got %d, %d and %d", workers, slots, jobs)
 	}
+	// With -driver pgxpool, db is stdlib.OpenDBFromPool(pool), as a program
+	// on pgx's own API writes it: the recipe takes a *sql.DB because it is
+	// built on advisory, which runs on database/sql with any driver.
 	db, about, closeDB, err := pgtest.OpenExample(ctx, driver, out)
 	if err != nil {
 		return err
