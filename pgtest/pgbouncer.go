@@ -55,6 +55,29 @@ const pgbouncerMaxClients = 500
 // the PgBouncer: its clients see what a pooler's clients see.
 func (s *Server) PgBouncer(tb testing.TB, poolSize int) *Server {
 	tb.Helper()
+	return s.pgBouncer(tb, poolSize, false)
+}
+
+// PgBouncerResetting is [Server.PgBouncer] with a PgBouncer that resets
+// every server connection each time it goes back to the pool: after every
+// transaction, and every statement outside one. It sets
+// server_reset_query = DISCARD ALL and server_reset_query_always = 1
+// (PgBouncer 1.18 and later read both). DISCARD ALL releases every
+// session advisory lock and resets every session setting, so nothing a
+// client leaves on a backend outlives its own transaction: the operator's
+// remedy for session locks taken through a transaction pooler (see
+// docs/leases.md, "Through a transaction pooler"). It costs one more
+// statement per transaction. The returned server is named
+// s.Name + "-pgbouncer-reset".
+func (s *Server) PgBouncerResetting(tb testing.TB, poolSize int) *Server {
+	tb.Helper()
+	return s.pgBouncer(tb, poolSize, true)
+}
+
+// pgBouncer starts the PgBouncer of [Server.PgBouncer], one that resets
+// every server connection after every transaction when reset is true.
+func (s *Server) pgBouncer(tb testing.TB, poolSize int, reset bool) *Server {
+	tb.Helper()
 	skipShort(tb)
 	if poolSize < 1 {
 		tb.Fatalf("pgtest: PgBouncer for %s: pool size %d, want at least 1", s.Name, poolSize)
@@ -66,12 +89,16 @@ func (s *Server) PgBouncer(tb testing.TB, poolSize int) *Server {
 	if err != nil {
 		report(tb, err)
 	}
-	b, err := startPgBouncer(context.Background(), bin, s.DSN, poolSize)
+	b, err := startPgBouncer(context.Background(), bin, s.DSN, poolSize, reset)
 	if err != nil {
 		report(tb, fmt.Errorf("PgBouncer for %s: %w", s.Name, err))
 	}
 	tb.Cleanup(b.stop)
-	return &Server{Name: s.Name + "-pgbouncer", Version: s.Version, DSN: b.dsn, pooler: true}
+	name := s.Name + "-pgbouncer"
+	if reset {
+		name += "-reset"
+	}
+	return &Server{Name: name, Version: s.Version, DSN: b.dsn, pooler: true}
 }
 
 // findPgBouncer returns the path of the pgbouncer binary.
@@ -102,14 +129,15 @@ func executable(path string) bool {
 
 // startPgBouncer starts pgbouncer in front of the server at dsn and waits
 // until it answers; a port taken between the check and the bind is tried
-// again with another.
-func startPgBouncer(ctx context.Context, bin, dsn string, poolSize int) (instance, error) {
+// again with another. With reset, PgBouncer resets every server
+// connection after every transaction (see [pgbouncerReset]).
+func startPgBouncer(ctx context.Context, bin, dsn string, poolSize int, reset bool) (instance, error) {
 	owner, err := clusterOwner()
 	if err != nil {
 		return instance{}, err
 	}
 	for attempt := 1; ; attempt++ {
-		inst, err := runPgBouncer(ctx, bin, owner, dsn, poolSize)
+		inst, err := runPgBouncer(ctx, bin, owner, dsn, poolSize, reset)
 		if err == nil || !errors.Is(err, errPortTaken) || attempt == 3 {
 			return inst, err
 		}
@@ -117,7 +145,7 @@ func startPgBouncer(ctx context.Context, bin, dsn string, poolSize int) (instanc
 }
 
 // runPgBouncer makes one attempt of [startPgBouncer].
-func runPgBouncer(ctx context.Context, bin string, owner owner, dsn string, poolSize int) (instance, error) {
+func runPgBouncer(ctx context.Context, bin string, owner owner, dsn string, poolSize int, reset bool) (instance, error) {
 	u, err := url.Parse(dsn)
 	if err != nil || u.Hostname() == "" {
 		return instance{}, fmt.Errorf("the DSN %s is not a host:port URL", redact(dsn))
@@ -136,6 +164,9 @@ func runPgBouncer(ctx context.Context, bin string, owner owner, dsn string, pool
 	}
 	password, _ := u.User.Password()
 	conf := pgbouncerConfig(u.Hostname(), u.Port(), port, poolSize, filepath.Join(dir, "userlist.txt"))
+	if reset {
+		conf += pgbouncerReset
+	}
 	files := map[string]string{
 		"pgbouncer.ini": conf,
 		// trust needs the user listed; the password, if any, is the one
@@ -241,3 +272,10 @@ func pgbouncerConfig(host, port string, listen, poolSize int, userlist string) s
 	}
 	return b.String()
 }
+
+// pgbouncerReset are the lines of pgbouncer.ini, after those of
+// [pgbouncerConfig], that make PgBouncer run DISCARD ALL on a server
+// connection whenever it goes back to the pool. By default PgBouncer runs
+// server_reset_query only in session pooling mode; server_reset_query_always
+// runs it in transaction mode too, after every transaction.
+const pgbouncerReset = "server_reset_query = DISCARD ALL\nserver_reset_query_always = 1\n"
