@@ -30,6 +30,7 @@ func TestLeaseIntegration(t *testing.T) {
 	t.Run("LossIdleTimeout", testLeaseLossIdleTimeout)
 	t.Run("Pooler", testLeasePooler)
 	t.Run("PoolerNoAnswer", testLeasePoolerNoAnswer)
+	t.Run("PoolerReset", testLeasePoolerReset)
 }
 
 // pgLeasePID returns the backend that holds key, as pg_locks shows it.
