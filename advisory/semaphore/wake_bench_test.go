@@ -33,7 +33,17 @@ import (
 // docs/benchmarks.md give the figures, from 200 rounds, enough for a p99:
 //
 //	PGADVISORY_TEST_IMAGES=pgadvisory/postgres:15 \
-//		go test -run '^$' -bench 'Wake/pg15/.*/(Queued|Lone)' -benchtime=200x ./advisory/semaphore/
+//		go test -run '^$' -bench 'Wake/pg15/.*/(Queued|Lone)' -benchtime=200x -timeout 20m ./advisory/semaphore/
+//
+// At 200 rounds, every case on one server, with both drivers, takes about
+// 9½ minutes, most of it spent waiting; two servers take about 19. That
+// is more than go test's default -timeout of 10 minutes, and close to the
+// 25 minutes after which a container of pgtest's is killed. So run one
+// server at a time, with -timeout 20m. A signal that ends the run early,
+// such as the SIGTERM of timeout(1), makes pgtest stop the servers, and
+// the cases still running or yet to come then fail with "connection reset
+// by peer", "unexpected EOF" and "no wake measured". Those errors come
+// from the stopped server, not from the semaphore.
 func BenchmarkWake(b *testing.B) {
 	cases := []struct {
 		name       string
