@@ -380,7 +380,7 @@ func (m *Mux) await(ctx context.Context, key sqltext.Key, o *Options, op string,
 		}
 		w := waitInSlices(ctx, start, &wo, op, key.String(), true,
 			func(ctx context.Context) (waitSettings, error) { return readWaitSettings(ctx, SQLConn(conn)) },
-			func(ctx context.Context, _ int, ms int64) error {
+			func(ctx context.Context, _ int, ms, _ int64) error {
 				stmt := sqltext.XactSliceStmt(DBForm(m.db), o.Shared, ms, key)
 				_, err := Run(ctx, conn, stmt.Query, stmt.Args...)
 				return err

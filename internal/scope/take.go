@@ -51,14 +51,9 @@ func take(ctx context.Context, s Session, op string, keys []sqltext.Key, o *Opti
 			return n > 0, nil
 		}
 	}
-	var lockTimeout int64 // the session's, which a slice for one key puts back
 	w := waitInSlices(ctx, start, o, op, KeyList(keys), len(keys) == 1,
-		func(ctx context.Context) (waitSettings, error) {
-			ws, err := readWaitSettings(ctx, s)
-			lockTimeout = ws.lock.Milliseconds()
-			return ws, err
-		},
-		func(ctx context.Context, _ int, ms int64) error {
+		func(ctx context.Context) (waitSettings, error) { return readWaitSettings(ctx, s) },
+		func(ctx context.Context, _ int, ms, lockTimeout int64) error {
 			var stmt sqltext.Stmt
 			if len(keys) == 1 {
 				stmt = sqltext.SessionSliceStmt(f, g, o.Shared, ms, lockTimeout, keys[0])

@@ -154,8 +154,9 @@ type waitOutcome struct {
 }
 
 // sliceFunc runs slice n of a wait, of ms milliseconds, and returns its
-// error.
-type sliceFunc func(ctx context.Context, n int, ms int64) error
+// error. lockTimeout is the session's lock_timeout in milliseconds, which
+// a slice puts back, once the settings are read (0 before).
+type sliceFunc func(ctx context.Context, n int, ms, lockTimeout int64) error
 
 // waitInSlices runs the slices of a wait that started at start until one
 // takes the keys, the wait's bound runs out, or a slice fails otherwise.
@@ -170,6 +171,7 @@ type sliceFunc func(ctx context.Context, n int, ms int64) error
 func waitInSlices(ctx context.Context, start time.Time, o *Options, op, keys string, settingsFirst bool, settings func(context.Context) (waitSettings, error), slice sliceFunc) waitOutcome {
 	p := firstSlicer(start, o)
 	var ranOut error // the last slice's error, when it ran out
+	var lockTimeout int64
 	for n := 0; ; n++ {
 		if n == 0 && settingsFirst || n == 1 && !settingsFirst {
 			s, err := settings(ctx)
@@ -177,6 +179,7 @@ func waitInSlices(ctx context.Context, start time.Time, o *Options, op, keys str
 				return waitOutcome{err: Fail(ctx, op, keys, err), doubt: true}
 			}
 			p = p.withSettings(start, s)
+			lockTimeout = s.lock.Milliseconds()
 		}
 		now := time.Now()
 		if n == 0 && !settingsFirst {
@@ -199,7 +202,7 @@ func waitInSlices(ctx context.Context, start time.Time, o *Options, op, keys str
 			}
 			return waitOutcome{err: FailKind(op, keys, ErrLockTimeout, cause)}
 		}
-		err := slice(ctx, n, ms)
+		err := slice(ctx, n, ms, lockTimeout)
 		var refused refusedError
 		switch {
 		case err == nil:

@@ -47,9 +47,6 @@ type xactWait struct {
 	keys      []sqltext.Key
 	o         *Options
 	savepoint bool // a slice ran under the wait's savepoint, which may have failed
-	// lockTimeout is the session's lock_timeout in milliseconds, once
-	// read, which a slice for one key puts back.
-	lockTimeout int64
 }
 
 func (w *xactWait) take(ctx context.Context, op string, f sqltext.Form, start time.Time) (bool, error) {
@@ -75,10 +72,10 @@ func (w *xactWait) take(ctx context.Context, op string, f sqltext.Form, start ti
 		}
 	}
 	out := waitInSlices(ctx, start, w.o, op, KeyList(w.keys), len(w.keys) == 1, w.settings,
-		func(ctx context.Context, n int, ms int64) error {
+		func(ctx context.Context, n int, ms, lockTimeout int64) error {
 			var slice string
 			if len(w.keys) == 1 {
-				slice = sqltext.GuardedXactKeySlice(g, w.o.Shared, ms, w.lockTimeout, w.keys[0])
+				slice = sqltext.GuardedXactKeySlice(g, w.o.Shared, ms, lockTimeout, w.keys[0])
 			} else {
 				slice = sqltext.GuardedXactSlice(g, w.o.Shared, ms, w.keys...)
 			}
@@ -127,9 +124,7 @@ func (w *xactWait) settings(ctx context.Context) (waitSettings, error) {
 			return waitSettings{}, err
 		}
 	}
-	s, err := readWaitSettings(ctx, w.tx)
-	w.lockTimeout = s.lock.Milliseconds()
-	return s, err
+	return readWaitSettings(ctx, w.tx)
 }
 
 // beginStatement renders the BEGIN that starts a transaction as opts say.

@@ -91,9 +91,16 @@ func SessionSliceStmt(f Form, g Guard, shared bool, ms, prev int64, key Key) Stm
 // keySlice renders [SessionSliceStmt]'s statement from SQL of its bound,
 // the setting it puts back, and the key's argument list.
 func keySlice(g Guard, shared bool, bound, prev, args string) string {
+	return flatSlice(g, bound, fn("pg_advisory", true, shared)+args+", pg_catalog.pg_sleep(0)", prev) +
+		", " + fn("pg_advisory", false, shared) + args
+}
+
+// flatSlice renders the one select list of a slice for one key, up to its
+// putting back the setting: lock_timeout set to bound, g's checks, wait,
+// and lock_timeout set to prev, each an SQL expression.
+func flatSlice(g Guard, bound, wait, prev string) string {
 	return "SELECT pg_catalog.set_config('lock_timeout', " + bound + ", true), " + check(g) + ", " +
-		fn("pg_advisory", true, shared) + args + ", pg_catalog.pg_sleep(0), " +
-		"pg_catalog.set_config('lock_timeout', " + prev + ", true), " + fn("pg_advisory", false, shared) + args
+		wait + ", pg_catalog.set_config('lock_timeout', " + prev + ", true)"
 }
 
 // keySliceTexts returns the Params form of [SessionSliceStmt] guarded by
@@ -134,8 +141,7 @@ func GuardedXactSlice(g Guard, shared bool, ms int64, keys ...Key) string {
 // before it finds there is no second row: the statement fails, and the
 // lock ends with what the failure rolls back.
 func GuardedXactKeySlice(g Guard, shared bool, ms, prev int64, key Key) string {
-	return "SELECT pg_catalog.set_config('lock_timeout', " + quoted(ms) + ", true), " + check(g) + ", " +
-		call(fn("pg_advisory", true, shared), key) + ", pg_catalog.set_config('lock_timeout', " + quoted(prev) + ", true)"
+	return flatSlice(g, quoted(ms), call(fn("pg_advisory", true, shared), key), quoted(prev))
 }
 
 // EndRefusedSlice returns the statement that ends a [GuardedXactSlice]
