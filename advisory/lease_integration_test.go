@@ -31,6 +31,7 @@ func TestLeaseIntegration(t *testing.T) {
 	t.Run("Pooler", testLeasePooler)
 	t.Run("PoolerNoAnswer", testLeasePoolerNoAnswer)
 	t.Run("PoolerReset", testLeasePoolerReset)
+	t.Run("ReclaimAt", testLeaseReclaimAt)
 }
 
 // pgLeasePID returns the backend that holds key, as pg_locks shows it.

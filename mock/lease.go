@@ -203,8 +203,8 @@ func (s *LeaseScope) answer() {
 	if s.fencing && s.outcome != LeaseStandby {
 		token = s.Token // a standby cannot run nextval
 	}
-	row := sqlmock.NewRows([]string{"pg_backend_pid", "pg_is_in_recovery", "exists", "token", "set_config"}).
-		AddRow(LeasePID, s.outcome == LeaseStandby, s.outcome != LeasePooler, token, LeaseMark)
+	row := sqlmock.NewRows([]string{"pg_backend_pid", "pg_is_in_recovery", "mine", "token", "set_config", "other"}).
+		AddRow(LeasePID, s.outcome == LeaseStandby, s.outcome != LeasePooler, token, LeaseMark, nil)
 	s.Start.WillReturnRows(row)
 }
 
@@ -260,6 +260,6 @@ func detachedLease() *LeaseScope {
 // under [advisory.Heartbeat], granted: it never takes a fencing token.
 func leaseStart(m sqlmock.Sqlmock, o scope.Options, key sqltext.Key) *sqlmock.ExpectedQuery {
 	return m.ExpectQuery(pattern(m, sqltext.LeaseStart(sqltext.Inline, o.Shared, key, false).Query)).WithoutArgs().
-		WillReturnRows(sqlmock.NewRows([]string{"pg_backend_pid", "pg_is_in_recovery", "exists", "token", "set_config"}).
-			AddRow(LeasePID, false, true, nil, LeaseMark))
+		WillReturnRows(sqlmock.NewRows([]string{"pg_backend_pid", "pg_is_in_recovery", "mine", "token", "set_config", "other"}).
+			AddRow(LeasePID, false, true, nil, LeaseMark, nil))
 }

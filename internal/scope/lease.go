@@ -79,9 +79,12 @@ func StartLeaseOn(ctx context.Context, s LeaseSession, key sqltext.Key, o *Optio
 	// a backend that holds the key and bears no mark yet; otherwise it is
 	// NULL, and the lease is refused.
 	var mark sql.NullInt64
+	// other names another backend that holds the key exclusively: the
+	// one that took it, when a pooler ran the start elsewhere.
+	var other sql.NullInt64
 	stmt := sqltext.LeaseStart(form, o.Shared, key, o.Fencing)
 	start := func() error {
-		return s.QueryRow(ctx, stmt.Query, stmt.Args...).Scan(&l.pid, &standby, &held, &token, &mark)
+		return s.QueryRow(ctx, stmt.Query, stmt.Args...).Scan(&l.pid, &standby, &held, &token, &mark, &other)
 	}
 	err := start()
 	if o.Fencing && SQLState(err) == "42P01" {
@@ -104,10 +107,13 @@ func StartLeaseOn(ctx context.Context, s LeaseSession, key sqltext.Key, o *Optio
 	case !held || !mark.Valid:
 		// A transaction pooler ran the statement on another backend
 		// than the lock statement's, or on one that another client's
-		// lease marked. The lock is held on a backend that the session
-		// cannot name, where no heartbeat would ever find it: undo it
-		// there, if a statement reaches it.
-		l.unknownReclaim(ctx)
+		// lease marked. The lock is held on a backend where no
+		// heartbeat would ever find it: undo it there.
+		if !held && other.Valid {
+			l.reclaimAt(ctx, other.Int64)
+		} else {
+			l.unknownReclaim(ctx)
+		}
 		err = FailKind("lease", key.String(), ErrSharedSession, nil)
 	}
 	if err != nil {
@@ -517,6 +523,31 @@ func (l *Lease) unknownReclaim(ctx context.Context) {
 	for range reclaimTries {
 		n, err := run(ctx, l.s, sqltext.LeaseReclaim(l.o.Shared, l.key))
 		if err != nil || n == 1 {
+			return
+		}
+		time.Sleep(reclaimPause)
+	}
+}
+
+// reclaimGentle is how many of a refused lease's tries to undo its lock
+// on the backend it names may only release the lock there, before one
+// that ends that backend from another.
+const reclaimGentle = 3
+
+// reclaimAt undoes the lock that the lease's lock statement took on
+// backend pid, which a start that a pooler ran elsewhere named
+// ([sqltext.LeaseReclaimAt]). A try that lands on pid releases the lock
+// there; the pooler sends each where it likes, so after reclaimGentle
+// tries that landed elsewhere, the next ends pid from where it lands, and
+// with it whatever another client of the pooler runs there, as a lease's
+// end does (see [sqltext.LeaseEnd]).
+func (l *Lease) reclaimAt(ctx context.Context, pid int64) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(l.interval, reclaimTimeout))
+	defer cancel()
+	for i := range reclaimGentle + 1 {
+		end := i == reclaimGentle
+		n, err := run(ctx, l.s, sqltext.LeaseReclaimAt(pid, l.key, end))
+		if err != nil || n > 0 || end {
 			return
 		}
 		time.Sleep(reclaimPause)

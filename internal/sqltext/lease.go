@@ -21,13 +21,18 @@ func heldBy(pid string, shared bool, key Key) string {
 // heldAs is heldBy with classid and objid given as SQL expressions, such
 // as parameters.
 func heldAs(pid string, shared bool, key Key, classid, objid string) string {
+	return "locktype = 'advisory' AND pid = " + pid + " AND " + keyHeld(shared, key, classid, objid)
+}
+
+// keyHeld renders the condition, on pg_locks, that a backend holds key in
+// mode, classid and objid given as SQL expressions.
+func keyHeld(shared bool, key Key, classid, objid string) string {
 	_, _, s := key.tag()
 	mode := "ExclusiveLock"
 	if shared {
 		mode = "ShareLock"
 	}
-	return "locktype = 'advisory' AND pid = " + pid +
-		" AND classid = " + classid + "::pg_catalog.int8::pg_catalog.oid" +
+	return "classid = " + classid + "::pg_catalog.int8::pg_catalog.oid" +
 		" AND objid = " + objid + "::pg_catalog.int8::pg_catalog.oid" +
 		" AND objsubid = " + strconv.Itoa(s) +
 		" AND mode = '" + mode + "' AND granted"
@@ -154,21 +159,30 @@ func LeaseReclaim(shared bool, key Key) string {
 // statement. It returns one row: the backend's pid, whether the server is
 // a hot standby, whether the backend holds key in the lease's mode, and,
 // with fencing, the next fencing token (NULL on a standby, where nextval
-// cannot run), and the lease's mark, which it sets on the session for
-// Holds to check, only when the backend holds key and bears no mark yet:
-// otherwise the mark is NULL, and the session is shared (a transaction
-// pooler routed the statement to another backend, or another client's
-// lease left its mark there).
+// cannot run), the lease's mark, and, for an exclusive lease, the pid of
+// another backend that holds key exclusively. It sets the mark on the
+// session for Holds to check only when the backend holds key and bears no
+// mark yet: otherwise the mark is NULL, and the session is shared (a
+// transaction pooler routed the statement to another backend, or another
+// client's lease left its mark there).
 //
 //	SELECT pg_catalog.pg_backend_pid(), pg_catalog.pg_is_in_recovery(),
-//	EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE ... pid =
-//	pg_catalog.pg_backend_pid() ...), CASE WHEN
-//	pg_catalog.pg_is_in_recovery() THEN NULL ELSE (SELECT ... timeline
-//	<< 40 | pg_catalog.nextval(...) ...) END,
-//	pg_catalog.set_config('pgadvisory.lease',
-//	pg_catalog.floor(pg_catalog.random() *
-//	9007199254740992)::pg_catalog.int8::pg_catalog.text,
-//	false)::pg_catalog.int8
+//	h.mine, CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL ELSE
+//	(SELECT ... timeline << 40 | pg_catalog.nextval(...) ...) END, CASE
+//	WHEN h.mine AND COALESCE(pg_catalog.current_setting('pgadvisory.lease',
+//	true), '') = '' THEN pg_catalog.set_config('pgadvisory.lease', ...,
+//	false)::pg_catalog.int8 END, h.other FROM (SELECT
+//	COALESCE(pg_catalog.bool_or(pid = pg_catalog.pg_backend_pid()), false)
+//	AS mine, pg_catalog.min(pid) FILTER (WHERE pid <>
+//	pg_catalog.pg_backend_pid()) AS other FROM pg_catalog.pg_locks WHERE
+//	locktype = 'advisory' AND classid = ... AND granted) AS h
+//
+// One scan of pg_locks answers both: whether this backend holds the key,
+// and which other one does. An exclusive lock has one holder, so when a
+// pooler ran the statement on another backend than the lock statement's,
+// the other pid names the backend that took the lock, where
+// [LeaseReclaimAt] can undo it. A shared lock may have many holders, and
+// its other pid is NULL.
 //
 // Without fencing the token is NULL::pg_catalog.int8. With it, the
 // token is drawn as [nextToken] says, durable and with the server's
@@ -187,19 +201,50 @@ func LeaseStart(f Form, shared bool, key Key, fencing bool) Stmt {
 	if fencing {
 		token = "CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL ELSE " + nextToken + " END"
 	}
-	var held string
+	c, o, _ := key.tag()
+	classid, objid := strconv.FormatUint(uint64(c), 10), strconv.FormatUint(uint64(o), 10)
 	var args []any
 	if f == Params {
-		c, o, _ := key.tag()
-		held = heldAs("pg_catalog.pg_backend_pid()", shared, key, "$1", "$2")
+		classid, objid = "$1", "$2"
 		args = []any{int64(c), int64(o)}
-	} else {
-		held = heldBy("pg_catalog.pg_backend_pid()", shared, key)
+	}
+	other := "pg_catalog.min(pid) FILTER (WHERE pid <> pg_catalog.pg_backend_pid())"
+	if shared {
+		other = "NULL::pg_catalog.int4"
 	}
 	return Stmt{
-		Query: "SELECT pg_catalog.pg_backend_pid(), pg_catalog.pg_is_in_recovery(), EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE " +
-			held + "), " + token + ", CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE " + held + ") AND " + unmarked +
-			" THEN " + setMark + " END",
+		Query: "SELECT pg_catalog.pg_backend_pid(), pg_catalog.pg_is_in_recovery(), h.mine, " + token +
+			", CASE WHEN h.mine AND " + unmarked + " THEN " + setMark + " END, h.other FROM (SELECT " +
+			"COALESCE(pg_catalog.bool_or(pid = pg_catalog.pg_backend_pid()), false) AS mine, " + other +
+			" AS other FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND " + keyHeld(shared, key, classid, objid) + ") AS h",
 		Args: args,
 	}
+}
+
+// LeaseReclaimAt returns the statement that undoes the lock of an
+// exclusive lease refused at its start, which backend pid took (see
+// [LeaseStart]). On pid itself, while it holds key and bears no mark, it
+// releases key, and affects one row. With end, on another backend, it
+// ends pid while pid still holds key exclusively and is a session of the
+// same database, role and client address (see [reclaim]), and affects
+// two: behind a transaction pooler, the one way to undo a lock on a
+// backend that the pooler sends the client's statements elsewhere than.
+// Otherwise it does nothing, and affects none: the lock is gone, or, on a
+// pid that bears another lease's mark, shares it with that lease.
+//
+//	SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN
+//	pg_catalog.pg_backend_pid() = 4242 AND COALESCE(...) = '' AND EXISTS
+//	(SELECT 1 FROM pg_catalog.pg_locks WHERE ...) THEN CASE WHEN
+//	pg_catalog.pg_advisory_unlock(42) THEN 1 ELSE 0 END WHEN
+//	pg_catalog.pg_backend_pid() <> 4242 AND ... THEN CASE WHEN
+//	pg_catalog.pg_terminate_backend(4242) THEN 2 ELSE 0 END ELSE 0 END)
+func LeaseReclaimAt(pid int64, key Key, end bool) string {
+	p := strconv.FormatInt(pid, 10)
+	q := "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_backend_pid() = " + p + " AND " + unmarked +
+		" AND EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE " + heldBy("pg_catalog.pg_backend_pid()", false, key) + ")" +
+		" THEN CASE WHEN " + call(unlockFn(false), key) + " THEN 1 ELSE 0 END"
+	if end {
+		q += reclaimHolding(pid, heldBy(p, false, key))
+	}
+	return q + " ELSE 0 END)"
 }

@@ -85,6 +85,7 @@ var builders = []struct {
 	{"LeaseEnd", func(v variant) string { return sqltext.LeaseEnd(4242, 8177, v.shared, v.second, v.keys[0]) }},
 	{"LeaseEndFrom", func(v variant) string { return sqltext.LeaseEndFrom(4242, 8177, v.shared, v.second, v.keys[0]) }},
 	{"LeaseReclaim", func(v variant) string { return sqltext.LeaseReclaim(v.shared, v.keys[0]) }},
+	{"LeaseReclaimAt", func(v variant) string { return sqltext.LeaseReclaimAt(4242, v.keys[0], v.second) }},
 	{"SlotTry", func(v variant) string { return sqltext.SlotTry(v.form, v.slots()).Query }},
 	{"SlotWait", func(v variant) string { return sqltext.SlotWait(v.form, v.slots(), 1000).Query }},
 	{"SlotRing", func(v variant) string { return sqltext.SlotRing(v.form, v.keys[0], 3).Query }},

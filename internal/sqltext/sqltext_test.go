@@ -70,19 +70,19 @@ func TestStatementForms(t *testing.T) {
 		{"UnlockSharedParams", sqltext.UnlockStmt(sqltext.Params, true, pair), "SELECT 1 WHERE pg_catalog.pg_advisory_unlock_shared($1,$2)", []any{int32(math.MinInt32), int32(7)}},
 		{"Plain", sqltext.Plain(sqltext.UnlockAll), sqltext.UnlockAll, nil},
 		{"LeaseStartInline", sqltext.LeaseStart(sqltext.Inline, false, big, false),
-			"SELECT pg_catalog.pg_backend_pid(), pg_catalog.pg_is_in_recovery(), EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = pg_catalog.pg_backend_pid() " +
-				"AND classid = 2147483648::pg_catalog.int8::pg_catalog.oid AND objid = 0::pg_catalog.int8::pg_catalog.oid AND objsubid = 1 AND mode = 'ExclusiveLock' AND granted), NULL::pg_catalog.int8, " +
-				"CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = pg_catalog.pg_backend_pid() " +
-				"AND classid = 2147483648::pg_catalog.int8::pg_catalog.oid AND objid = 0::pg_catalog.int8::pg_catalog.oid AND objsubid = 1 AND mode = 'ExclusiveLock' AND granted) " +
-				"AND COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') = '' THEN " +
-				"pg_catalog.set_config('pgadvisory.lease', pg_catalog.floor(pg_catalog.random() * 9007199254740992)::pg_catalog.int8::pg_catalog.text, false)::pg_catalog.int8 END", nil},
+			"SELECT pg_catalog.pg_backend_pid(), pg_catalog.pg_is_in_recovery(), h.mine, NULL::pg_catalog.int8, " +
+				"CASE WHEN h.mine AND COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') = '' THEN " +
+				"pg_catalog.set_config('pgadvisory.lease', pg_catalog.floor(pg_catalog.random() * 9007199254740992)::pg_catalog.int8::pg_catalog.text, false)::pg_catalog.int8 END, " +
+				"h.other FROM (SELECT COALESCE(pg_catalog.bool_or(pid = pg_catalog.pg_backend_pid()), false) AS mine, " +
+				"pg_catalog.min(pid) FILTER (WHERE pid <> pg_catalog.pg_backend_pid()) AS other FROM pg_catalog.pg_locks WHERE locktype = 'advisory' " +
+				"AND classid = 2147483648::pg_catalog.int8::pg_catalog.oid AND objid = 0::pg_catalog.int8::pg_catalog.oid AND objsubid = 1 AND mode = 'ExclusiveLock' AND granted) AS h", nil},
 		{"LeaseStartParams", sqltext.LeaseStart(sqltext.Params, true, pair, false),
-			"SELECT pg_catalog.pg_backend_pid(), pg_catalog.pg_is_in_recovery(), EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = pg_catalog.pg_backend_pid() " +
-				"AND classid = $1::pg_catalog.int8::pg_catalog.oid AND objid = $2::pg_catalog.int8::pg_catalog.oid AND objsubid = 2 AND mode = 'ShareLock' AND granted), NULL::pg_catalog.int8, " +
-				"CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = pg_catalog.pg_backend_pid() " +
-				"AND classid = $1::pg_catalog.int8::pg_catalog.oid AND objid = $2::pg_catalog.int8::pg_catalog.oid AND objsubid = 2 AND mode = 'ShareLock' AND granted) " +
-				"AND COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') = '' THEN " +
-				"pg_catalog.set_config('pgadvisory.lease', pg_catalog.floor(pg_catalog.random() * 9007199254740992)::pg_catalog.int8::pg_catalog.text, false)::pg_catalog.int8 END", []any{int64(2147483648), int64(7)}},
+			"SELECT pg_catalog.pg_backend_pid(), pg_catalog.pg_is_in_recovery(), h.mine, NULL::pg_catalog.int8, " +
+				"CASE WHEN h.mine AND COALESCE(pg_catalog.current_setting('pgadvisory.lease', true), '') = '' THEN " +
+				"pg_catalog.set_config('pgadvisory.lease', pg_catalog.floor(pg_catalog.random() * 9007199254740992)::pg_catalog.int8::pg_catalog.text, false)::pg_catalog.int8 END, " +
+				"h.other FROM (SELECT COALESCE(pg_catalog.bool_or(pid = pg_catalog.pg_backend_pid()), false) AS mine, " +
+				"NULL::pg_catalog.int4 AS other FROM pg_catalog.pg_locks WHERE locktype = 'advisory' " +
+				"AND classid = $1::pg_catalog.int8::pg_catalog.oid AND objid = $2::pg_catalog.int8::pg_catalog.oid AND objsubid = 2 AND mode = 'ShareLock' AND granted) AS h", []any{int64(2147483648), int64(7)}},
 	}
 	for _, tt := range tests {
 		if tt.got.Query != tt.want {
