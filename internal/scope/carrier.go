@@ -263,24 +263,24 @@ func (c *carrier) teardown() {
 		// Behind a transaction pooler, closing the connection ends
 		// nothing on the server: the carrier's locks and mark would
 		// stay on its pooled backend. Ask once, unless the server did
-		// not answer: then the session is closed at once.
+		// not answer: then the session is closed at once. Either way,
+		// when the session did not undo them, another connection of the
+		// pool tries.
 		c.m.mu.Lock()
 		unanswered := errors.Is(c.lost, errNoAnswer)
 		c.m.mu.Unlock()
-		if !unanswered {
-			c.reclaim()
-		}
+		undone := !unanswered && c.reclaim() == nil
 		Discard(c.conn)
 		_ = c.conn.Close()
-		if unanswered {
+		if !undone {
 			c.reclaimFrom()
 		}
 	})
 }
 
-// reclaimFrom undoes, after a loss for want of an answer, the carrier's
-// locks and mark through another connection of the Mux's pool, since the
-// carrier's own is closed: as [Lease.reclaimFrom] does for a lease, with
+// reclaimFrom undoes, after a loss for want of an answer or a failed
+// release, the carrier's locks and mark through another connection of the
+// Mux's pool, since the carrier's own is closed: as [Lease.reclaimFrom] does for a lease, with
 // [sqltext.CarrierReleaseFrom]. Behind a transaction pooler, an answer
 // that came just too late left the carrier's backend in the pooler's
 // pool, holding its locks and bearing its mark.
@@ -430,10 +430,11 @@ func (c *carrier) findMissing() []*MuxLease {
 // pooler routes it to another. On a direct connection the session ends
 // with its connection anyway, and on a dead one the statement fails at
 // once. The caller holds the turn; the carrier's leases are lost already.
-func (c *carrier) reclaim() {
+func (c *carrier) reclaim() error {
 	ctx, cancel := context.WithTimeout(context.Background(), max(c.m.interval, reclaimTimeout))
 	defer cancel()
-	_, _ = Run(ctx, c.conn, sqltext.CarrierRelease(c.pid, c.mark))
+	_, err := Run(ctx, c.conn, sqltext.CarrierRelease(c.pid, c.mark))
+	return err
 }
 
 // close releases every lock on the carrier with one statement and
@@ -465,9 +466,10 @@ func (c *carrier) close(ctx context.Context) error {
 			Discard(c.conn)
 		}
 		_ = c.conn.Close()
-		if errors.Is(err, errNoAnswer) {
-			// The release may have run just too late, or not at all:
-			// undo it from elsewhere, as after a heartbeat's.
+		if err != nil {
+			// The release may have run just too late, or not at all,
+			// or failed on a backend that another client's end was
+			// ending: undo it from elsewhere, as after a heartbeat's.
 			c.reclaimFrom()
 		}
 	})

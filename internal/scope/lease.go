@@ -191,20 +191,28 @@ func (l *Lease) lost(err error) {
 	// Behind a transaction pooler, closing the connection ends nothing
 	// on the server: undo the lock and the mark first, unless the server
 	// did not answer, when the session is ended at once, and the lock is
-	// undone through another connection of the lease's pool.
-	noAnswer := errors.Is(err, errNoAnswer)
-	if !noAnswer {
-		l.reclaim()
-	}
+	// undone through another connection of the lease's pool. So is a
+	// lock whose undoing failed, as when the pooler sent the statement
+	// to a backend that another client's end was ending.
+	undone := !errors.Is(err, errNoAnswer) && l.reclaim() == nil
 	l.endSession()
-	if noAnswer && l.o.Spare != nil {
-		// A statement that itself gets no answer in time, as on a
-		// loaded server or behind a pooler whose one backend is still
-		// busy, is tried again, each try bounded as the first.
-		for range reclaimFromTries {
-			if l.reclaimFrom(l.o.Spare) == nil {
-				break
-			}
+	if !undone {
+		l.reclaimElsewhere()
+	}
+}
+
+// reclaimElsewhere undoes the lease's lock and mark through another
+// connection of the lease's pool, when it has one ([Lease.reclaimFrom]),
+// after its own session could not. A statement that itself gets no
+// answer in time, as on a loaded server or behind a pooler whose one
+// backend is still busy, is tried again, each try bounded as the first.
+func (l *Lease) reclaimElsewhere() {
+	if l.o.Spare == nil {
+		return
+	}
+	for range reclaimFromTries {
+		if l.reclaimFrom(l.o.Spare) == nil {
+			return
 		}
 	}
 }
@@ -453,7 +461,11 @@ func (l *Lease) end(ctx context.Context) error {
 		l.s.CloseUnderTx(l.owned)
 		err = FailKind(op, keys, errTxLeftOpen, err)
 	case err != nil:
+		// The session is in doubt: behind a pooler, closing it leaves
+		// its backend's lock and mark, which another connection of the
+		// pool can still undo.
 		l.discard()
+		l.reclaimElsewhere()
 		err = FailKind(op, keys, ErrLockLost, err)
 	case n == sqltext.EndReleased:
 		dropMark(l.s)
@@ -486,10 +498,11 @@ var errElsewhere = errors.New("the statement ran on another backend than the lea
 // direct connection the session ends with its connection anyway, and on a
 // dead one the statement fails at once. The lease is already lost; until
 // the statement runs, the lock still excludes every other client.
-func (l *Lease) reclaim() {
+func (l *Lease) reclaim() error {
 	ctx, cancel := context.WithTimeout(context.Background(), max(l.interval, reclaimTimeout))
 	defer cancel()
-	_, _ = l.run(ctx, sqltext.LeaseEnd(l.pid, l.mark, l.o.Shared, l.owned, l.key))
+	_, err := l.run(ctx, sqltext.LeaseEnd(l.pid, l.mark, l.o.Shared, l.owned, l.key))
+	return err
 }
 
 // run sends query, a statement without arguments, on the lease's
