@@ -27,7 +27,7 @@ func testLeaseReclaimAt(t *testing.T) {
 				key := keys.next()
 				sk := sqltext.KeyOf(key)
 				holder, other := pgtest.Conn(t, db), pgtest.Conn(t, db)
-				pid := reclaimPID(t, holder)
+				pid := int64(pgtest.PID(t, holder))
 				exec := func(c *sql.Conn, q string) int64 {
 					t.Helper()
 					res, err := c.ExecContext(ctx, q)
@@ -88,7 +88,7 @@ func testLeaseReclaimAt(t *testing.T) {
 				if n := exec(other, sqltext.LeaseReclaimAt(pid, sk, true)); n != 0 {
 					t.Errorf("ending undo of a free key affected %d rows; want 0", n)
 				}
-				if got := reclaimPID(t, holder); got != pid {
+				if got := int64(pgtest.PID(t, holder)); got != pid {
 					t.Fatalf("holder's pid %d; want %d", got, pid)
 				}
 
@@ -105,14 +105,4 @@ func testLeaseReclaimAt(t *testing.T) {
 			})
 		}
 	}
-}
-
-// reclaimPID returns the backend pid of conn.
-func reclaimPID(t *testing.T, conn *sql.Conn) int64 {
-	t.Helper()
-	var pid int64
-	if err := conn.QueryRowContext(context.Background(), "SELECT pg_catalog.pg_backend_pid()").Scan(&pid); err != nil {
-		t.Fatal(err)
-	}
-	return pid
 }

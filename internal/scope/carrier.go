@@ -280,8 +280,8 @@ func (c *carrier) teardown() {
 
 // reclaimFrom undoes, after a loss for want of an answer or a failed
 // release, the carrier's locks and mark through another connection of the
-// Mux's pool, since the carrier's own is closed: as [Lease.reclaimFrom] does for a lease, with
-// [sqltext.CarrierReleaseFrom]. Behind a transaction pooler, an answer
+// Mux's pool, since the carrier's own is closed: as [Lease.reclaimFrom]
+// does for a lease, with [sqltext.CarrierReleaseFrom]. Behind a transaction pooler, an answer
 // that came just too late left the carrier's backend in the pooler's
 // pool, holding its locks and bearing its mark.
 func (c *carrier) reclaimFrom() {

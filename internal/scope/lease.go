@@ -109,11 +109,7 @@ func StartLeaseOn(ctx context.Context, s LeaseSession, key sqltext.Key, o *Optio
 		// than the lock statement's, or on one that another client's
 		// lease marked. The lock is held on a backend where no
 		// heartbeat would ever find it: undo it there.
-		if !held && other.Valid {
-			l.reclaimAt(ctx, other.Int64)
-		} else {
-			l.unknownReclaim(ctx)
-		}
+		l.undoRefused(ctx, other)
 		err = FailKind("lease", key.String(), ErrSharedSession, nil)
 	}
 	if err != nil {
@@ -525,42 +521,36 @@ const (
 	reclaimPause = 2 * time.Millisecond
 )
 
-// unknownReclaim undoes the lock that the lease's lock statement took on
-// a backend it cannot name ([sqltext.LeaseReclaim]): a statement that
-// lands on a backend that holds the key and bears no mark releases it
-// there. Each try lands where the pooler sends it, so it tries a few
-// times, and gives up after reclaimTries.
-func (l *Lease) unknownReclaim(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(l.interval, reclaimTimeout))
-	defer cancel()
-	for range reclaimTries {
-		n, err := run(ctx, l.s, sqltext.LeaseReclaim(l.o.Shared, l.key))
-		if err != nil || n == 1 {
-			return
-		}
-		time.Sleep(reclaimPause)
-	}
-}
-
 // reclaimGentle is how many of a refused lease's tries to undo its lock
 // on the backend it names may only release the lock there, before one
 // that ends that backend from another.
 const reclaimGentle = 3
 
-// reclaimAt undoes the lock that the lease's lock statement took on
-// backend pid, which a start that a pooler ran elsewhere named
-// ([sqltext.LeaseReclaimAt]). A try that lands on pid releases the lock
-// there; the pooler sends each where it likes, so after reclaimGentle
-// tries that landed elsewhere, the next ends pid from where it lands, and
-// with it whatever another client of the pooler runs there, as a lease's
-// end does (see [sqltext.LeaseEnd]).
-func (l *Lease) reclaimAt(ctx context.Context, pid int64) {
+// undoRefused undoes the lock that the lock statement of a lease refused
+// at its start took. Each try lands where the pooler sends it. When the
+// start named the backend that holds the key exclusively (at), a try
+// that lands there releases it ([sqltext.LeaseReclaimAt]), and after
+// reclaimGentle tries that landed elsewhere, the next ends that backend
+// from where it lands, and with it whatever another client of the pooler
+// runs there, as a lease's end does (see [sqltext.LeaseEnd]). Otherwise,
+// as for a shared lease, a try releases the key on a backend that holds
+// it and bears no mark ([sqltext.LeaseReclaim]), and it gives up after
+// reclaimTries.
+func (l *Lease) undoRefused(ctx context.Context, at sql.NullInt64) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(l.interval, reclaimTimeout))
 	defer cancel()
-	for i := range reclaimGentle + 1 {
-		end := i == reclaimGentle
-		n, err := run(ctx, l.s, sqltext.LeaseReclaimAt(pid, l.key, end))
-		if err != nil || n > 0 || end {
+	tries := reclaimTries
+	if at.Valid {
+		tries = reclaimGentle + 1
+	}
+	for i := range tries {
+		last := i == tries-1
+		stmt := sqltext.LeaseReclaim(l.o.Shared, l.key)
+		if at.Valid {
+			stmt = sqltext.LeaseReclaimAt(at.Int64, l.key, last)
+		}
+		n, err := run(ctx, l.s, stmt)
+		if err != nil || n > 0 || last {
 			return
 		}
 		time.Sleep(reclaimPause)

@@ -14,8 +14,14 @@ func (k Key) tag() (classid, objid uint32, objsubid int) {
 // heldBy renders the condition, on pg_locks, that the backend named by
 // pid (an SQL expression) holds key in mode.
 func heldBy(pid string, shared bool, key Key) string {
-	c, o, _ := key.tag()
-	return heldAs(pid, shared, key, strconv.FormatUint(uint64(c), 10), strconv.FormatUint(uint64(o), 10))
+	classid, objid := key.tagText()
+	return heldAs(pid, shared, key, classid, objid)
+}
+
+// tagText renders key's classid and objid as SQL literals.
+func (k Key) tagText() (classid, objid string) {
+	c, o, _ := k.tag()
+	return strconv.FormatUint(uint64(c), 10), strconv.FormatUint(uint64(o), 10)
 }
 
 // heldAs is heldBy with classid and objid given as SQL expressions, such
@@ -151,8 +157,14 @@ func leaseEnd(pid, mark int64, shared, all bool, key Key, reclaim string) string
 //	pg_catalog.pg_locks WHERE ... pid = pg_catalog.pg_backend_pid() ...)
 //	THEN pg_catalog.pg_advisory_unlock(42) ELSE false END
 func LeaseReclaim(shared bool, key Key) string {
-	return "SELECT 1 WHERE CASE WHEN " + unmarked + " AND EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE " +
-		heldBy("pg_catalog.pg_backend_pid()", shared, key) + ") THEN " + call(unlockFn(shared), key) + " ELSE false END"
+	return "SELECT 1 WHERE CASE WHEN " + unmarkedHolder(shared, key) + " THEN " + call(unlockFn(shared), key) + " ELSE false END"
+}
+
+// unmarkedHolder renders the condition that the statement's backend holds
+// key in mode and bears no mark: where a lease refused at its start may
+// release the lock it took.
+func unmarkedHolder(shared bool, key Key) string {
+	return unmarked + " AND EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE " + heldBy("pg_catalog.pg_backend_pid()", shared, key) + ")"
 }
 
 // LeaseStart returns the statement that a lease sends right after its lock
@@ -201,10 +213,10 @@ func LeaseStart(f Form, shared bool, key Key, fencing bool) Stmt {
 	if fencing {
 		token = "CASE WHEN pg_catalog.pg_is_in_recovery() THEN NULL ELSE " + nextToken + " END"
 	}
-	c, o, _ := key.tag()
-	classid, objid := strconv.FormatUint(uint64(c), 10), strconv.FormatUint(uint64(o), 10)
+	classid, objid := key.tagText()
 	var args []any
 	if f == Params {
+		c, o, _ := key.tag()
 		classid, objid = "$1", "$2"
 		args = []any{int64(c), int64(o)}
 	}
@@ -240,8 +252,7 @@ func LeaseStart(f Form, shared bool, key Key, fencing bool) Stmt {
 //	pg_catalog.pg_terminate_backend(4242) THEN 2 ELSE 0 END ELSE 0 END)
 func LeaseReclaimAt(pid int64, key Key, end bool) string {
 	p := strconv.FormatInt(pid, 10)
-	q := "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_backend_pid() = " + p + " AND " + unmarked +
-		" AND EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE " + heldBy("pg_catalog.pg_backend_pid()", false, key) + ")" +
+	q := "SELECT 1 FROM pg_catalog.generate_series(1, CASE WHEN pg_catalog.pg_backend_pid() = " + p + " AND " + unmarkedHolder(false, key) +
 		" THEN CASE WHEN " + call(unlockFn(false), key) + " THEN 1 ELSE 0 END"
 	if end {
 		q += reclaimHolding(pid, heldBy(p, false, key))
