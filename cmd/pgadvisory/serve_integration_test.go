@@ -287,18 +287,28 @@ func TestServeChromium(t *testing.T) {
 }
 
 // serveWait takes a session lock (shared if shared) on conn in a
-// goroutine, which waits for it. At t's cleanup a wait still going is
-// cancelled, and the goroutine has ended before the test does.
+// goroutine, which waits for it in one plain pg_advisory_lock statement:
+// unlike the library's wait, which waits in slices and leaves the queue
+// between two of them, it stays queued, so the page always shows it. At
+// t's cleanup a wait still going is cancelled, and the goroutine has
+// ended before the test does.
 func serveWait(t *testing.T, conn *sql.Conn, key advisory.Key, shared bool) {
+	fn := "pg_catalog.pg_advisory_lock"
+	if shared {
+		fn = "pg_catalog.pg_advisory_lock_shared"
+	}
+	query, args := fn+"($1::int8)", []any{}
+	if k1, k2, ok := key.Pair(); ok {
+		query, args = fn+"($1::int4, $2::int4)", []any{k1, k2}
+	} else {
+		v, _ := key.Int64()
+		args = []any{v}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		if shared {
-			_ = advisory.LockShared(ctx, conn, key)
-		} else {
-			_ = advisory.Lock(ctx, conn, key)
-		}
+		_, _ = conn.ExecContext(ctx, "SELECT "+query, args...)
 	}()
 	t.Cleanup(func() {
 		cancel()
