@@ -273,7 +273,7 @@ func (c *carrier) teardown() {
 		Discard(c.conn)
 		_ = c.conn.Close()
 		if !undone {
-			c.reclaimFrom()
+			c.reclaimFrom(context.Background())
 		}
 	})
 }
@@ -281,20 +281,26 @@ func (c *carrier) teardown() {
 // reclaimFrom undoes, after a loss for want of an answer or a failed
 // release, the carrier's locks and mark through another connection of the
 // Mux's pool, since the carrier's own is closed: as [Lease.reclaimFrom]
-// does for a lease, with [sqltext.CarrierReleaseFrom]. Behind a transaction pooler, an answer
-// that came just too late left the carrier's backend in the pooler's
-// pool, holding its locks and bearing its mark.
-func (c *carrier) reclaimFrom() {
-	ctx, cancel := context.WithTimeout(context.Background(), max(c.m.interval, reclaimTimeout))
-	defer cancel()
-	conn, err := c.m.db.Conn(ctx)
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	if _, err := Run(ctx, conn, sqltext.CarrierReleaseFrom(c.pid, c.mark)); err != nil {
-		Discard(conn)
-	}
+// does for a lease, with [sqltext.CarrierReleaseFrom], and tried again as
+// [Lease.reclaimElsewhere] tries, until ctx ends or [reclaimFromWithin]
+// has passed. Behind a transaction pooler, an answer that came just too
+// late left the carrier's backend in the pooler's pool, holding its locks
+// and bearing its mark.
+func (c *carrier) reclaimFrom(ctx context.Context) {
+	_ = retryWithin(ctx, reclaimFromWithin, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), max(c.m.interval, reclaimTimeout))
+		defer cancel()
+		conn, err := c.m.db.Conn(ctx)
+		if err != nil {
+			return closedPool(err)
+		}
+		defer conn.Close()
+		if _, err := Run(ctx, conn, sqltext.CarrierReleaseFrom(c.pid, c.mark)); err != nil {
+			Discard(conn)
+			return err
+		}
+		return nil
+	})
 }
 
 // watch runs the heartbeat until the carrier is lost or closed. After a
@@ -469,8 +475,9 @@ func (c *carrier) close(ctx context.Context) error {
 		if err != nil {
 			// The release may have run just too late, or not at all,
 			// or failed on a backend that another client's end was
-			// ending: undo it from elsewhere, as after a heartbeat's.
-			c.reclaimFrom()
+			// ending: undo it from elsewhere, as after a heartbeat's,
+			// for as long as ctx lets it.
+			c.reclaimFrom(ctx)
 		}
 	})
 	if err != nil {

@@ -193,7 +193,7 @@ func (l *Lease) lost(err error) {
 	undone := !errors.Is(err, errNoAnswer) && l.reclaim() == nil
 	l.endSession()
 	if !undone {
-		l.reclaimElsewhere()
+		l.reclaimElsewhere(context.Background())
 	}
 }
 
@@ -201,16 +201,13 @@ func (l *Lease) lost(err error) {
 // connection of the lease's pool, when it has one ([Lease.reclaimFrom]),
 // after its own session could not. A statement that itself gets no
 // answer in time, as on a loaded server or behind a pooler whose one
-// backend is still busy, is tried again, each try bounded as the first.
-func (l *Lease) reclaimElsewhere() {
+// backend is still busy, is tried again, each try bounded as the first,
+// until one succeeds, ctx ends or [reclaimFromWithin] has passed.
+func (l *Lease) reclaimElsewhere(ctx context.Context) {
 	if l.o.Spare == nil {
 		return
 	}
-	for range reclaimFromTries {
-		if l.reclaimFrom(l.o.Spare) == nil {
-			return
-		}
-	}
+	_ = retryWithin(ctx, reclaimFromWithin, func() error { return l.reclaimFrom(l.o.Spare) })
 }
 
 // reclaimFrom undoes, after a loss for want of an answer, the lease's lock
@@ -239,10 +236,6 @@ func (l *Lease) reclaimFrom(src SessionSource) error {
 	}
 	return nil
 }
-
-// reclaimFromTries bounds how often a lease lost for want of an answer
-// tries to undo its lock from another session.
-const reclaimFromTries = 3
 
 // stopped records that the heartbeat no longer works on conn. If Release
 // gave up waiting for it, nothing else will end the lease: it ends the
@@ -461,7 +454,7 @@ func (l *Lease) end(ctx context.Context) error {
 		// its backend's lock and mark, which another connection of the
 		// pool can still undo.
 		l.discard()
-		l.reclaimElsewhere()
+		l.reclaimElsewhere(ctx)
 		err = FailKind(op, keys, ErrLockLost, err)
 	case n == sqltext.EndReleased:
 		dropMark(l.s)

@@ -212,9 +212,18 @@ type dbSource struct{ db *sql.DB }
 func (d dbSource) OpenSession(ctx context.Context) (ScopeSession, error) {
 	conn, err := d.db.Conn(ctx)
 	if err != nil {
-		return nil, err
+		return nil, closedPool(err)
 	}
 	return (*sqlConn)(conn), nil
+}
+
+// closedPool marks err as [errPoolClosed] when it is database/sql's
+// error for a closed *sql.DB, which has no exported value to match.
+func closedPool(err error) error {
+	if err != nil && err.Error() == "sql: database is closed" {
+		return fmt.Errorf("%w: %w", errPoolClosed, err)
+	}
+	return err
 }
 
 // Exec runs query in the transaction, watched.
