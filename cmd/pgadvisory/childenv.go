@@ -67,12 +67,14 @@ var libpqEnv = map[string]string{
 //   - Every keyword dsn sets, that libpq has a variable for, becomes that
 //     variable, in place of the one inherited: PGHOST, PGPORT, PGDATABASE,
 //     PGUSER, PGSSLMODE, PGAPPNAME and the rest.
+//
 //   - What neither dsn nor the environment sets is inherited as it is, as
 //     the variables pgadvisory itself read are; but PGHOST, PGPORT, PGUSER
 //     and PGDATABASE, when nothing names them and no service file is in
 //     use, are set to the defaults pgx chose, so that a libpq program
 //     compiled with other defaults (another socket directory) reaches the
 //     same server.
+//
 //   - A password is passed only when dsn holds it, as PGPASSWORD: dsn is
 //     already in the environment (DATABASE_URL, inherited by the command)
 //     or in pgadvisory's argv (--dsn), so this exposes it nowhere new. A
@@ -80,19 +82,41 @@ var libpqEnv = map[string]string{
 //     way it reached pgadvisory. No password file is written: it would
 //     outlive a pgadvisory killed by SIGKILL.
 //
+//   - A server parameter that dsn sets by name (search_path=app,
+//     statement_timeout=5s: a setting pgx sends at connect, which libpq
+//     has no keyword for) becomes "-c name=value" in PGOPTIONS, after the
+//     options dsn or the environment gave, so that the command's sessions
+//     run with the same settings as pgadvisory's, each value as pgx read
+//     it. pgxpool's pool_
+//     settings, which pgx alone would take for server parameters, and
+//     PostgreSQL has none of, are left out.
+//
 // It never puts anything into the command's argv. Settings of dsn that are
-// pgx's own, or server parameters other than options and
-// application_name, have no libpq variable and are not passed.
+// pgx's own have no libpq variable and are not passed.
 func connEnv(dsn string, cfg *pgx.ConnConfig, lookup func(string) string) ([]string, error) {
 	settings, err := parseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
 	set := map[string]string{}
+	var params []string
 	for k, v := range settings {
 		if name, ok := libpqEnv[k]; ok {
 			set[name] = v
+		} else if cfg != nil && hasKey(cfg.RuntimeParams, k) && !strings.HasPrefix(k, "pool_") {
+			params = append(params, k)
 		}
+	}
+	if len(params) > 0 {
+		slices.Sort(params)
+		opts, ok := set["PGOPTIONS"]
+		if !ok {
+			opts = lookup("PGOPTIONS")
+		}
+		for _, k := range params {
+			opts = strings.TrimSpace(opts + " -c " + optionsEscape(k+"="+cfg.RuntimeParams[k]))
+		}
+		set["PGOPTIONS"] = opts
 	}
 	if settings["service"] == "" && lookup("PGSERVICE") == "" && cfg != nil {
 		defaults := map[string]string{
@@ -115,6 +139,25 @@ func connEnv(dsn string, cfg *pgx.ConnConfig, lookup func(string) string) ([]str
 		out = append(out, name+"="+v)
 	}
 	return out, nil
+}
+
+// hasKey reports whether m has k.
+func hasKey(m map[string]string, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
+// optionsEscape escapes a word for libpq's options, which splits them at
+// white space unless a backslash escapes it, as it escapes a backslash.
+func optionsEscape(w string) string {
+	var b strings.Builder
+	for _, r := range w {
+		if r == '\\' || r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\f' || r == '\v' {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // parseDSN returns the keywords a connection string sets, as libpq names

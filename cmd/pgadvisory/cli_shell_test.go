@@ -197,6 +197,22 @@ func TestConnEnv(t *testing.T) {
 			want: []string{"PGHOST=db.example"},
 		},
 		{
+			name: "ServerParametersInOptions",
+			dsn:  "postgres://app@db.example/billing?search_path=app,public&statement_timeout=5s&pool_max_conns=4",
+			want: []string{"PGOPTIONS=-c search_path=app,public -c statement_timeout=5s"},
+		},
+		{
+			name: "ServerParametersAfterOptions",
+			dsn:  `host=db options='-c work_mem=64MB' search_path='my app'`,
+			want: []string{`PGOPTIONS=-c work_mem=64MB -c search_path=my\ app`},
+		},
+		{
+			name: "ServerParametersAfterInheritedOptions",
+			dsn:  "postgres://app@db.example/billing?lock_timeout=2s",
+			env:  map[string]string{"PGOPTIONS": "-c work_mem=64MB"},
+			want: []string{"PGOPTIONS=-c work_mem=64MB -c lock_timeout=2s"},
+		},
+		{
 			name: "DefaultsFilledIn",
 			dsn:  "",
 			want: []string{"PGHOST=", "PGPORT=", "PGUSER="}, // as pgx chose them
@@ -221,6 +237,9 @@ func TestConnEnv(t *testing.T) {
 			// uses of it matters here.
 			cfg := &pgx.ConnConfig{}
 			cfg.Host, cfg.Port, cfg.User = "/tmp", 5432, "runner"
+			if parsed, err := pgx.ParseConfig(c.dsn); err == nil {
+				cfg.RuntimeParams = parsed.RuntimeParams // the server parameters
+			}
 			got, err := connEnv(c.dsn, cfg, func(k string) string { return c.env[k] })
 			if err != nil {
 				t.Fatal(err)

@@ -125,6 +125,20 @@ func TestExecConnectionEnvIntegration(t *testing.T) {
 				t.Errorf("psql under exec: exit %d, stdout %q, want 1 lock on 9302\nstderr: %s", r.code, r.stdout, r.stderr)
 			}
 		})
+		// A server parameter the DSN sets reaches the child's sessions
+		// through PGOPTIONS, after the options it inherited.
+		t.Run("PsqlGetsServerParameters", func(t *testing.T) {
+			if _, err := exec.LookPath("psql"); err != nil {
+				t.Skip("no psql on PATH")
+			}
+			withParams := *u
+			withParams.RawQuery = strings.TrimPrefix(withParams.RawQuery+"&statement_timeout=4321ms&search_path=pg_catalog,%20public", "&")
+			r := runCLI(t, cliEnv("DATABASE_URL="+withParams.String(), "PGOPTIONS=-c work_mem=7MB"), "exec", "9303", "--", "psql", "-XAtc",
+				"SELECT pg_catalog.current_setting('statement_timeout') || ' ' || pg_catalog.current_setting('search_path') || ' ' || pg_catalog.current_setting('work_mem')")
+			if want := "4321ms pg_catalog, public 7MB"; r.code != 0 || strings.TrimSpace(r.stdout) != want {
+				t.Errorf("psql under exec: exit %d, stdout %q, want %q\nstderr: %s", r.code, r.stdout, want, r.stderr)
+			}
+		})
 	})
 }
 
