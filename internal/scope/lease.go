@@ -454,7 +454,7 @@ func (l *Lease) end(ctx context.Context) error {
 		// its backend's lock and mark, which another connection of the
 		// pool can still undo.
 		l.discard()
-		l.reclaimElsewhere(ctx)
+		l.reclaimElsewhere(rctx)
 		err = FailKind(op, keys, ErrLockLost, err)
 	case n == sqltext.EndReleased:
 		dropMark(l.s)
