@@ -659,6 +659,7 @@ func driftCases() []driftCase {
 			wantCall(advisory.ErrLockLost)(t, err, called)
 		})
 	}
+	cases = append(cases, lockAnyDriftCases()...)
 	return cases
 }
 

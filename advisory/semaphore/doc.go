@@ -31,12 +31,12 @@
 //	WHERE pg_try_advisory_lock(ns, k) LIMIT 1
 //
 // which stops at the first slot it gets, so it takes exactly one lock or
-// none; the slot's lock then becomes a lease ([advisory.Watch], one more
-// round trip). Each try starts at another slot, round-robin, so that
-// holders spread over the slots. On pgx the slots go as one array
-// parameter, so that pgx prepares the statement once per connection, not
-// once per starting slot; on other drivers they are written into the
-// text.
+// none ([advisory.TryLockAny]); the slot's lock then becomes a lease
+// ([advisory.Watch], one more round trip). Each try starts at another slot,
+// round-robin, so that holders spread over the slots. On pgx the slots go
+// as one array parameter, so that pgx prepares the statement once per
+// connection, not once per starting slot; on other drivers they are written
+// into the text.
 //
 // # Waiting
 //
@@ -45,28 +45,29 @@
 // snapshot a wait holds, see [advisory.WaitSlice]), all on one connection
 // that it keeps for the whole wait. Each statement does it all: it tries
 // every slot, from the next one round-robin, and when none is free waits
-// for the first of them until the recheck runs out, then the next
-// statement tries every slot again. So a waiter sends one statement per
-// recheck, and since the try and the wait are one statement, no slot can
-// free unseen between them: a slot that frees before the statement tries
-// it is taken by the try, and one that frees after finds the statement in
-// the server, trying or waiting. Each statement keeps its wait below nine
-// tenths of the session's statement_timeout, so that it is never
-// cancelled for it.
+// for the first of them until the recheck runs out
+// ([advisory.LockAnyWithin]), then the next statement tries every slot
+// again. So a waiter sends one statement per recheck, and since the try and
+// the wait are one statement, no slot can free unseen between them: a slot
+// that frees before the statement tries it is taken by the try, and one
+// that frees after finds the statement in the server, trying or waiting.
+// Each statement keeps its wait below nine tenths of the session's
+// statement_timeout, so that it is never cancelled for it.
 //
 // A slot that frees reaches a waiter in one of three ways:
 //
 //   - When the slot has waiters, PostgreSQL grants it to the first at once,
 //     in the server, so it is taken within a round trip.
-//   - When it has none, the semaphore rings: every lease it hands out,
-//     from Acquire or [Semaphore.TryAcquire], rings when it ends (on
+//   - When it has none, the semaphore rings: every lease it hands out, from
+//     Acquire or [Semaphore.TryAcquire], rings when it ends (on
 //     [advisory.Lease.Release], after the unlock; after a loss, a moment
-//     later, since the slot frees when the server ends the session). A
-//     ring is one statement, on a connection from db, that reads pg_locks
-//     and cancels (pg_cancel_backend) the wait of as many waiters on the
-//     other slots as slots are free, those whose wait began first, in any
-//     process on the same database. The cancelled waiter sends its next
-//     statement at once, on the same connection, and takes the free slot.
+//     later, since the slot frees when the server ends the session). A ring
+//     is one statement ([advisory.CancelWaiters]), on a connection from db,
+//     that reads pg_locks and cancels (pg_cancel_backend) the wait of as
+//     many waiters on the other slots as slots are free, those whose wait
+//     began first, in any process on the same database. The cancelled
+//     waiter sends its next statement at once, on the same connection, and
+//     takes the free slot.
 //   - A waiter that a ring did not find, because it was between two
 //     statements or had just tried the slots as the ring read pg_locks,
 //     finds the slot itself: with its next statement in the first case, at

@@ -7,12 +7,11 @@ import (
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/scope"
 )
 
 // ring wakes waiters after l, a lease on one of the slots, ended: one
 // statement cancels the wait of as many waiters on the other slots as
-// slots are free (see [sqltext.SlotRing]), and each tries every slot
+// slots are free ([advisory.CancelWaiters]), and each tries every slot
 // again. A waiter on l's own slot needs no wake: the server handed it the
 // slot as l's unlock freed it. A released lease's context ends after its
 // unlock ran, so the slot is free by then; a lost lease's session ends a
@@ -51,10 +50,11 @@ func (s *Semaphore) ring(l *advisory.Lease) {
 	}
 }
 
-// ringOnce runs the ring's statement on *conn, taking a connection from
-// db when it is nil, and returns the number of waiters it woke. A
-// connection whose ring failed is discarded, so that a cancel of the
-// driver's, still in flight, lands on no later statement.
+// ringOnce runs the ring's statement ([advisory.CancelWaiters]) on
+// *conn, taking a connection from db when it is nil, and returns the
+// number of waiters it woke. A connection whose ring failed is closed,
+// and its session with it ([advisory.CancelWaiters] ends it), so that a
+// cancel of the driver's, still in flight, lands on no later statement.
 func (s *Semaphore) ringOnce(conn **sql.Conn) (int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), ringTimeout)
 	defer cancel()
@@ -66,14 +66,12 @@ func (s *Semaphore) ringOnce(conn **sql.Conn) (int64, error) {
 		*conn = c
 		s.tracef("ring connected")
 	}
-	var woken int64
-	err := (*conn).QueryRowContext(ctx, s.ringStmt.Query, s.ringStmt.Args...).Scan(&woken)
+	woken, err := advisory.CancelWaiters(ctx, *conn, s.base, s.n)
 	if err != nil {
-		scope.Discard(*conn)
 		_ = (*conn).Close()
 		*conn = nil
 	}
-	return woken, err
+	return int64(woken), err
 }
 
 const (

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/advisory"
-	"github.com/pgadvisory/pgadvisory/internal/scope"
-	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 )
 
 // An Option configures a [Semaphore].
@@ -63,19 +61,27 @@ func Recheck(d time.Duration) Option {
 // while it is held.
 const maxSlots = 1 << 16
 
+// The defaults of the options, those of advisory: a lease's heartbeat
+// ([advisory.Heartbeat]), and the longest statement of a wait, the bound
+// on the snapshot it holds ([advisory.WaitSlice]), which is also the
+// longest wait [advisory.LockAnyWithin] takes.
+const (
+	defaultHeartbeat = 5 * time.Second
+	defaultSlice     = time.Second
+)
+
 // A Semaphore admits at most n holders at once, across every process
 // that uses the same base key and n on the same database. It is safe for
 // concurrent use.
 type Semaphore struct {
-	db       *sql.DB
-	base     advisory.Key
-	n        int
-	o        options
-	lease    advisory.WatchConfig // how a lease on a slot is watched
-	ringStmt sqltext.Stmt         // the statement that wakes waiters
-	err      error
-	next     atomic.Uint32
-	rings    atomic.Int64 // rings asked for and not yet run: see ring
+	db    *sql.DB
+	base  advisory.Key
+	n     int
+	o     options
+	lease advisory.WatchConfig // how a lease on a slot is watched
+	err   error
+	next  atomic.Uint32
+	rings atomic.Int64 // rings asked for and not yet run: see ring
 }
 
 // New returns the semaphore whose n slots are the n keys from base, as the
@@ -84,7 +90,7 @@ type Semaphore struct {
 // would pass the largest bigint, an option out of range) are reported by
 // every acquisition; an option's error matches [advisory.ErrBadOption].
 func New(db *sql.DB, base advisory.Key, n int, opts ...Option) *Semaphore {
-	s := &Semaphore{db: db, base: base, n: n, o: options{heartbeat: scope.DefaultHeartbeat, recheck: scope.DefaultSlice}}
+	s := &Semaphore{db: db, base: base, n: n, o: options{heartbeat: defaultHeartbeat, recheck: defaultSlice}}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&s.o)
@@ -105,9 +111,6 @@ func New(db *sql.DB, base advisory.Key, n int, opts ...Option) *Semaphore {
 		s.err = fmt.Errorf("semaphore: base key %s: its %d slots would pass the largest bigint", base, n)
 	}
 	s.lease = advisory.WatchConfig{Heartbeat: s.o.heartbeat, Fencing: s.o.fencing}
-	if s.err == nil {
-		s.ringStmt = sqltext.SlotRing(scope.DBForm(db), sqltext.KeyOf(base), n)
-	}
 	s.next.Store(rand.Uint32())
 	return s
 }
@@ -152,93 +155,99 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*advisory.Lease, error) {
 // cancelled the statement after it; the session was discarded. Either
 // way take another, as database/sql does for its own statements.
 func retryable(err error) bool {
-	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) || scope.SQLState(err) == "57014"
+	return errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) || sqlState(err) == "57014"
+}
+
+// sqlState returns the SQLSTATE of the first error in err's tree that
+// carries one, whatever the driver, or "".
+func sqlState(err error) string {
+	var e interface{ SQLState() string }
+	if errors.As(err, &e) {
+		return e.SQLState()
+	}
+	return ""
+}
+
+// connect takes a connection from s's db, for op.
+func (s *Semaphore) connect(ctx context.Context) (*sql.Conn, error) {
+	conn, err := s.db.Conn(ctx)
+	switch {
+	case err == nil:
+		return conn, nil
+	case ctx.Err() != nil && !errors.Is(err, ctx.Err()):
+		return nil, fmt.Errorf("semaphore: %s: connect: %w: %w", s.base, ctx.Err(), err)
+	}
+	return nil, fmt.Errorf("semaphore: %s: connect: %w", s.base, err)
 }
 
 // tryOnce is one try of the slots, on a connection of its own.
 func (s *Semaphore) tryOnce(ctx context.Context) (*advisory.Lease, error) {
-	conn, err := s.db.Conn(ctx)
+	conn, err := s.connect(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("semaphore: %w", scope.Fail(ctx, "connect", s.base.String(), err))
+		return nil, err
 	}
 	l, kept, err := s.try(ctx, conn, 0)
-	if errors.Is(err, errWoken) {
-		// A stray wake, meant for a wait that this session ran before
-		// the pool handed it over: the try may have taken a slot.
-		scope.Discard(conn)
-	}
 	if kept {
-		_ = conn.Close() // the statement took nothing, or was discarded
+		_ = conn.Close() // the statement took nothing
 	}
 	return l, err
 }
 
 // try tries every slot once on conn, from the next slot round-robin
-// ([sqltext.SlotTry]), or with ms above 0 waits, in the same statement,
-// up to ms for the first of them when none is free ([sqltext.SlotWait]). kept reports that conn is still the
+// ([advisory.TryLockAny]), or with ms above 0 waits, in the same
+// statement, up to ms for the first of them when none is free
+// ([advisory.LockAnyWithin]). kept reports that conn is still the
 // caller's, holding nothing: when no slot was free, or the wait ran out
-// (an error matching [advisory.ErrNotAcquired] or [advisory.ErrLockTimeout]),
-// or a refusal took nothing. Otherwise conn is closed, or is the lease's.
-// A cancel of the server's, as a ring sends, ends the wait with an error
-// matching [errWoken], and conn kept: the session may hold the slot that
-// the statement took as the cancel landed, which the next waiting try
-// releases first.
+// (an error matching [advisory.ErrNotAcquired] or
+// [advisory.ErrLockTimeout]), or a refusal took nothing. Otherwise conn
+// is closed, or is the lease's. A cancel of the server's, as a ring
+// sends, ends a wait with an error matching [errWoken], and conn kept:
+// the session may hold the slot that the statement took as the cancel
+// landed, which the next waiting try releases first. A try that such a
+// cancel ends (a stray wake, meant for a wait that the session ran before
+// the pool handed it over) closes the session, as any failed try does.
 func (s *Semaphore) try(ctx context.Context, conn *sql.Conn, ms int64) (l *advisory.Lease, kept bool, err error) {
 	order := make([]advisory.Key, s.n)
 	start := int(s.next.Add(1) % uint32(s.n))
 	for i := range order {
 		order[i] = s.Slot((start + i) % s.n)
 	}
-	var o int64
 	// conn is a session of the semaphore's own, on which no lease of the
-	// caller's runs: it must bear no mark, whatever ctx.
-	stmt := sqltext.SlotTry(scope.ConnForm(conn), sqltext.KeysOf(order))
+	// caller's runs: the calls refuse it if it bears a mark, whatever ctx.
+	var slot advisory.Key
+	took := true
 	if ms > 0 {
-		stmt = sqltext.SlotWait(scope.ConnForm(conn), sqltext.KeysOf(order), ms)
-		var restored string
-		err = conn.QueryRowContext(ctx, stmt.Query, stmt.Args...).Scan(&restored, &o)
+		slot, err = advisory.LockAnyWithin(ctx, conn, time.Duration(ms)*time.Millisecond, order...)
 	} else {
-		err = conn.QueryRowContext(ctx, stmt.Query, stmt.Args...).Scan(&o)
-	}
-	if err == nil && ctx.Err() != nil {
-		// A driver can report success for a statement whose context
-		// expired as it ended, after it dropped the session.
-		err = ctx.Err()
+		slot, took, err = advisory.TryLockAny(ctx, conn, order...)
 	}
 	switch {
-	case err == nil && o == sqltext.SlotBusy:
+	case err == nil && !took:
 		return nil, true, fmt.Errorf("semaphore: all %d slots of %s are taken: %w", s.n, s.base, advisory.ErrNotAcquired)
-	case err == nil && o == sqltext.SlotStandby:
-		return nil, true, fmt.Errorf("semaphore: %w", scope.FailKind("try the slots", s.base.String(), scope.ErrStandby, nil))
-	case err == nil && o == sqltext.SlotShared:
-		return nil, true, fmt.Errorf("semaphore: %w", scope.FailKind("try the slots", s.base.String(), scope.ErrSharedSession, errMarked))
-	case err != nil && ctx.Err() == nil && scope.SQLState(err) == "55P03":
+	case errors.Is(err, advisory.ErrStandby), errors.Is(err, advisory.ErrSharedSession):
+		// A refusal takes nothing, and keeps the session.
+		return nil, true, fmt.Errorf("semaphore: %s: %w", s.base, err)
+	case err != nil && ms > 0 && ctx.Err() == nil && sqlState(err) == "55P03":
 		// The wait ran out: the statement holds nothing, and the
 		// session is as it was.
-		return nil, true, fmt.Errorf("semaphore: %s: slot %s not taken: %w: %w", s.base, order[0], advisory.ErrLockTimeout, err)
-	case err != nil && ctx.Err() == nil && scope.SQLState(err) == "57014":
+		return nil, true, fmt.Errorf("semaphore: %s: slot %s not taken: %w", s.base, order[0], err)
+	case err != nil && ms > 0 && ctx.Err() == nil && sqlState(err) == "57014":
 		// The server cancelled the statement: a ring woke the wait,
 		// or came as the statement began. The session may hold the
 		// slot that the statement took as the cancel landed.
 		return nil, true, fmt.Errorf("semaphore: %s: %w: %w", s.base, errWoken, err)
+	case err != nil && ctx.Err() == nil && sqlState(err) == "57014":
+		// A stray wake ended a try, which closed the session.
+		_ = conn.Close()
+		return nil, false, fmt.Errorf("semaphore: %s: %w: %w", s.base, errWoken, err)
 	case err != nil:
-		// The statement may have taken a slot before it failed: end
-		// the session, and the lock with it.
-		scope.Discard(conn)
+		// The call closed the session, and any slot it took with it.
 		_ = conn.Close()
-		return nil, false, fmt.Errorf("semaphore: %w", scope.Fail(ctx, "try the slots", s.base.String(), err))
-	case o < 1 || o > int64(s.n):
-		scope.Discard(conn)
-		_ = conn.Close()
-		return nil, false, fmt.Errorf("semaphore: %s: the server returned slot %d of %d", s.base, o, s.n)
+		return nil, false, fmt.Errorf("semaphore: %s: %w", s.base, err)
 	}
-	l, err = s.watch(ctx, conn, order[o-1])
+	l, err = s.watch(ctx, conn, slot)
 	return l, false, err
 }
-
-// errMarked is the cause of ErrSharedSession when a try found a lease's
-// mark on the semaphore's own session, which no lease uses.
-var errMarked = errors.New("the session bears the mark of a lease that another client holds on it")
 
 // errWoken is the cause of a try that a cancel of the server's ended.
 var errWoken = errors.New("the server cancelled the statement")
@@ -273,12 +282,12 @@ func (s *Semaphore) Acquire(ctx context.Context) (*advisory.Lease, error) {
 	}()
 	// Each statement tries every slot and waits up to ms for one: the
 	// recheck, at most the snapshot bound.
-	ms := max(int64(min(s.o.recheck, scope.DefaultSlice)/time.Millisecond), 1)
+	ms := max(int64(min(s.o.recheck, defaultSlice)/time.Millisecond), 1)
 	for retries := 0; ; {
 		if conn == nil {
-			c, err := s.db.Conn(ctx)
+			c, err := s.connect(ctx)
 			if err != nil {
-				return nil, fmt.Errorf("semaphore: %w", scope.Fail(ctx, "connect", s.base.String(), err))
+				return nil, err
 			}
 			conn = c
 			s.tracef("connected")
@@ -293,7 +302,9 @@ func (s *Semaphore) Acquire(ctx context.Context) (*advisory.Lease, error) {
 			return l, nil
 		case ctx.Err() != nil:
 			if conn != nil && errors.Is(err, errWoken) {
-				scope.Discard(conn) // it may hold the slot
+				// It may hold the slot: release it, or end the
+				// session if that fails.
+				_ = advisory.UnlockAll(ctx, conn)
 			}
 			return nil, fmt.Errorf("semaphore: %s: %w", s.base, ctx.Err())
 		case errors.Is(err, advisory.ErrLockTimeout), errors.Is(err, errWoken):

@@ -89,6 +89,8 @@ var builders = []struct {
 	{"SlotTry", func(v variant) string { return sqltext.SlotTry(v.form, v.slots()).Query }},
 	{"SlotWait", func(v variant) string { return sqltext.SlotWait(v.form, v.slots(), 1000).Query }},
 	{"SlotRing", func(v variant) string { return sqltext.SlotRing(v.form, v.keys[0], 3).Query }},
+	{"TryAny", func(v variant) string { return sqltext.TryAny(v.form, v.guard(), v.slots()).Query }},
+	{"WaitAny", func(v variant) string { return sqltext.WaitAny(v.form, v.guard(), v.slots(), 1000).Query }},
 	{"WaitSettings", func(variant) string { return sqltext.WaitSettings }},
 	{"SessionSlice", func(v variant) string { return sqltext.SessionSlice(v.guard(), v.shared, 1000, v.keys...) }},
 	{"XactSlice", func(v variant) string { return sqltext.XactSlice(v.shared, 1000, v.keys...) }},

@@ -5,18 +5,25 @@ import (
 	"strings"
 )
 
-// The answers of a semaphore's try ([SlotTry], [SlotWait]) besides a
-// slot's place, which counts from 1.
+// The answers of a try for any of several keys ([TryAny], [WaitAny],
+// and a semaphore's [SlotTry], [SlotWait]) besides the place of the key
+// taken, which counts from 1.
 const (
-	SlotBusy    = 0  // every slot is taken
+	SlotBusy    = 0  // every key is taken
 	SlotStandby = -2 // refused: the server is a hot standby
 	SlotShared  = -3 // refused: the session bears a lease's mark
 )
 
 // SlotTry returns the statement that tries the slots of a semaphore in
-// order and takes the first it can, as a session lock. Its one row is the
-// place in order, from 1, of the slot it took, [SlotBusy] when every slot
-// is taken, or, where [Guarded] refuses, [SlotStandby] or [SlotShared],
+// order and takes the first it can, as a session lock: [TryAny] under
+// [Guarded]. A semaphore's sessions are its own, on which no lease of the
+// caller's runs, so they must bear no mark at all.
+func SlotTry(f Form, order []Key) Stmt { return TryAny(f, Guarded, order) }
+
+// TryAny returns the statement that tries the keys of order in order and
+// takes the first it can, as a session lock. Its one row is the
+// place in order, from 1, of the key it took, [SlotBusy] when every key
+// is taken, or, where g refuses, [SlotStandby] or [SlotShared],
 // having tried nothing:
 //
 //	SELECT CASE WHEN pg_catalog.pg_is_in_recovery() THEN -2 WHEN <marked>
@@ -27,29 +34,34 @@ const (
 // The branches of CASE and COALESCE run in order and only as far as
 // needed, and a scalar subquery runs when it is first needed, so a refusal
 // tries nothing. There is no ORDER BY, so that the filter runs row by row
-// and LIMIT stops it at the first lock taken. The slots are keys of one
-// key space, and a pair's slots share their first integer. In the Params
-// form the slots go as one array parameter, $1, and a pair's first integer
-// as $2, so that the text is the same for every order: pgx prepares it
-// once per connection, not once per order. order must not be empty.
-func SlotTry(f Form, order []Key) Stmt {
+// and LIMIT stops it at the first lock taken. The keys are of one key
+// space, and pairs share their first integer. In the Params form the keys
+// go as one array parameter, $1, and a pair's first integer as $2, so that
+// the text is the same for every order: pgx prepares it once per
+// connection, not once per order. order must not be empty.
+func TryAny(f Form, g Guard, order []Key) Stmt {
 	slots, ns, args := slotArgs(f, order)
-	return Stmt{Query: "SELECT " + slotRefusals + " ELSE COALESCE(" + slotTry(slots, ns) + ", 0) END", Args: args}
+	return Stmt{Query: "SELECT " + anyRefusals(g) + " ELSE COALESCE(" + slotTry(slots, ns) + ", 0) END", Args: args}
 }
 
-// SlotWait returns the statement of a semaphore's wait: it releases every
-// session lock the session holds, tries the slots as [SlotTry] does, and
-// when every slot is taken waits for the first slot of order, for at most
+// SlotWait returns the statement of a semaphore's wait: [WaitAny] under
+// [Guarded], as [SlotTry] is.
+func SlotWait(f Form, order []Key, ms int64) Stmt { return WaitAny(f, Guarded, order, ms) }
+
+// WaitAny returns the statement of a wait for any of the keys of order:
+// it releases every session lock the session holds, tries the keys as
+// [TryAny] does under g, and when every key is taken waits for the first
+// key of order, for at most
 // ms milliseconds (less when statement_timeout would cancel it first: at
 // most nine tenths of it), and takes that. Its one row is the restored
-// lock_timeout and the answer of [SlotTry]; a wait that runs out fails
+// lock_timeout and the answer of [TryAny]; a wait that runs out fails
 // with SQLSTATE 55P03, holding nothing:
 //
 //	SELECT pg_catalog.set_config('lock_timeout', t.prev, true), t.o FROM
 //	(SELECT pg_catalog.current_setting('lock_timeout') AS prev, CASE WHEN
 //	<standby> THEN -2 WHEN <marked> THEN -3 ELSE COALESCE((SELECT
 //	NULL::pg_catalog.int8 WHERE pg_catalog.pg_advisory_unlock_all() IS
-//	NULL), <SlotTry's try>, (SELECT 1 FROM (SELECT
+//	NULL), <TryAny's try>, (SELECT 1 FROM (SELECT
 //	pg_catalog.set_config('lock_timeout', <ms, or less>, true) AS b,
 //	(SELECT pg_catalog.count(*) FROM (SELECT
 //	pg_catalog.pg_advisory_xact_lock(v.k) FROM (VALUES (2)) AS v(k)) AS l)
@@ -66,13 +78,13 @@ func SlotTry(f Form, order []Key) Stmt {
 // that fires as the server grants the first lock fails the statement
 // before it takes the second, holding nothing. A cancel (SQLSTATE 57014),
 // as a ring sends, can land after the session lock, and the session may
-// then hold the slot; the next SlotWait releases it before it tries, so
+// then hold the slot; the next WaitAny releases it before it tries, so
 // that no try stacks on it. The session is the waiter's own, a pooled one
 // that holds nothing else. The statement ends its own transaction, so
 // lock_timeout is the session's again after it, whether it failed or not.
 // In the Params form the slots go as $1, a pair's first integer as $2,
 // and ms last, so that the text depends on the key space alone.
-func SlotWait(f Form, order []Key, ms int64) Stmt {
+func WaitAny(f Form, g Guard, order []Key, ms int64) Stmt {
 	slots, ns, args := slotArgs(f, order)
 	bound := strconv.FormatInt(ms, 10)
 	if f == Params {
@@ -90,16 +102,27 @@ func SlotWait(f Form, order []Key, ms int64) Stmt {
 		take(true) + " AS x, " + take(false) + " AS s OFFSET 0) AS w WHERE w.x = w.s)"
 	return Stmt{
 		Query: "SELECT pg_catalog.set_config('lock_timeout', t.prev, true), t.o FROM (SELECT " +
-			"pg_catalog.current_setting('lock_timeout') AS prev, " + slotRefusals +
+			"pg_catalog.current_setting('lock_timeout') AS prev, " + anyRefusals(g) +
 			" ELSE COALESCE(" + unlockAll + ", " + slotTry(slots, ns) + ", " + wait + ") END AS o OFFSET 0) AS t",
 		Args: args,
 	}
 }
 
 // slotRefusals opens the CASE of a semaphore's try: its first branches
-// refuse as [Guarded] says. A semaphore's sessions are its own, on which no
-// lease of the caller's runs, so they must bear no mark at all.
+// refuse as [Guarded] says.
 const slotRefusals = "CASE WHEN " + inRecovery + " THEN -2 WHEN " + marked + " THEN -3"
+
+// anyRefusals opens the CASE of [TryAny] and [WaitAny]: its first branches
+// refuse as g says, answering [SlotStandby] or [SlotShared] instead of
+// raising an error. A lease's own call refuses a session that bears
+// another mark than the lease's.
+func anyRefusals(g Guard) string {
+	if g == Guarded {
+		return slotRefusals
+	}
+	return "CASE WHEN " + inRecovery + " THEN -2 WHEN " + marked + " AND pg_catalog.current_setting('" + markSetting +
+		"', true) <> '" + strconv.FormatInt(g.mark, 10) + "' THEN -3"
+}
 
 // unlockAll is a branch of COALESCE that releases every session lock the
 // session holds, and is NULL.
