@@ -226,3 +226,58 @@ func KeyFromTag(classid, objid int64, objsubid int) Key {
 	}
 	return Key{Bigint: int64(uint64(uint32(classid))<<32 | uint64(uint32(objid)))}
 }
+
+// CarrierUnlockBatch returns the statement that releases one hold of each
+// of keys on the carrier, in one round trip, as [CarrierUnlock] does for
+// one: shared[i] is the mode of keys[i]. It returns one row per key, in no
+// set order: the key's place in keys, from 1, and 1 when the carrier's
+// session held it, [HoldsElsewhere] when the statement ran on another
+// backend, as a transaction pooler routes it, and 0 otherwise:
+//
+//	SELECT u.i, CASE WHEN pg_catalog.pg_backend_pid() = 4242 AND ... THEN
+//	CASE WHEN CASE WHEN u.p THEN CASE WHEN u.s THEN
+//	pg_catalog.pg_advisory_unlock_shared(u.a, u.b) ELSE ... END ... END
+//	THEN 1 ELSE 0 END WHEN pg_catalog.pg_backend_pid() <> 4242 THEN 2 ELSE
+//	0 END FROM pg_catalog.unnest('{42,0}'::pg_catalog.int8[], ...) WITH
+//	ORDINALITY AS u(k, a, b, p, s, i)
+//
+// The keys go as five arrays: the bigint keys, the pairs' two halves,
+// which keys are pairs, and which are shared. In the Params form the
+// arrays are $1 to $5, as text, so that the text is the same for every
+// batch on the carrier and pgx prepares it once. CASE fixes the order, so
+// a statement routed to another backend releases nothing there.
+func CarrierUnlockBatch(f Form, pid, mark int64, keys []Key, shared []bool) Stmt {
+	var ks, as, bs, ps, ss []byte
+	for i, k := range keys {
+		if i > 0 {
+			ks, as, bs, ps, ss = append(ks, ','), append(as, ','), append(bs, ','), append(ps, ','), append(ss, ',')
+		}
+		ks = strconv.AppendInt(ks, k.Bigint, 10)
+		as = strconv.AppendInt(as, int64(k.A), 10)
+		bs = strconv.AppendInt(bs, int64(k.B), 10)
+		ps = strconv.AppendBool(ps, k.Pair)
+		ss = strconv.AppendBool(ss, i < len(shared) && shared[i])
+	}
+	arrays := []string{"{" + string(ks) + "}", "{" + string(as) + "}", "{" + string(bs) + "}", "{" + string(ps) + "}", "{" + string(ss) + "}"}
+	types := []string{"int8", "int4", "int4", "bool", "bool"}
+	var args []any
+	in := make([]string, len(arrays))
+	for i, a := range arrays {
+		if f == Params {
+			in[i] = "$" + strconv.Itoa(i+1) + "::pg_catalog.text::pg_catalog." + types[i] + "[]"
+			args = append(args, a)
+		} else {
+			in[i] = "'" + a + "'::pg_catalog." + types[i] + "[]"
+		}
+	}
+	unlock := func(args string) string {
+		return "CASE WHEN u.s THEN " + unlockFn(true) + "(" + args + ") ELSE " + unlockFn(false) + "(" + args + ") END"
+	}
+	return Stmt{
+		Query: "SELECT u.i, CASE WHEN " + ours(pid, mark) + " THEN CASE WHEN CASE WHEN u.p THEN " + unlock("u.a, u.b") +
+			" ELSE " + unlock("u.k") + " END THEN 1 ELSE 0 END WHEN pg_catalog.pg_backend_pid() <> " + strconv.FormatInt(pid, 10) +
+			" THEN 2 ELSE 0 END FROM pg_catalog.unnest(" + in[0] + ", " + in[1] + ", " + in[2] + ", " + in[3] + ", " + in[4] +
+			") WITH ORDINALITY AS u(k, a, b, p, s, i)",
+		Args: args,
+	}
+}
