@@ -54,7 +54,8 @@ func ratioGroup(name string) string {
 }
 
 // variantRank orders the rows of an interleaved table: the library's
-// calls, then the forms by hand, then the baseline.
+// calls, its own statement sent by hand (guarded), then the forms by
+// hand, then the baseline.
 func variantRank(name string) int {
 	base, _ := splitKey(name)
 	switch {
@@ -66,6 +67,8 @@ func variantRank(name string) int {
 		return 2
 	case base == "ours-two":
 		return 3
+	case base == "guarded":
+		return 4
 	case base == "baseline":
 		return 9
 	case strings.HasPrefix(base, "exec-lock"):
