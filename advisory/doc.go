@@ -32,9 +32,12 @@
 // A session lock belongs to the session behind a *sql.Conn, since every
 // query on one Conn runs in one session, and lasts until it is unlocked or
 // the session ends, across transactions. [Lock], [TryLock], [Unlock] and
-// their shared forms take and release one. No function takes a *sql.DB:
-// with a pool, the lock and the unlock could run on two different
-// sessions.
+// their shared forms take and release one. [TryLockAny] takes the first
+// free of several keys in one statement, and [LockAnyWithin] waits up to
+// a second for one when none is free; [CancelWaiters] wakes the sessions
+// waiting for a range of keys, for waiters that then try every key again,
+// as advisory/semaphore's do. No function takes a *sql.DB: with a pool,
+// the lock and the unlock could run on two different sessions.
 //
 // # No ghost locks
 //
