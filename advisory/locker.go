@@ -178,6 +178,9 @@ func NewLocker(db *sql.DB, cfg LockerConfig) (*Locker, error) {
 // [Lease.Release] on the lease waits for its connection's turn even when
 // its ctx has ended, so that a cancelled caller still releases: each
 // statement on the connection is bounded by the heartbeat interval.
+// Releases that arrive while a statement is in flight on their connection
+// go together in its next statement, one round trip for all their keys;
+// each returns once its own key is released.
 // Acquire waits for its statement too, however soon ctx ends, so that the
 // connection and the other leases on it are never left in doubt: on a
 // server that stops answering, it returns within the later of ctx's

@@ -89,6 +89,31 @@ func (c *LockerConn) ExpectRelease(key advisory.Key, opts ...advisory.LockerOpti
 	return expect(c.m, sqltext.CarrierUnlock(LeasePID, LeaseMark, o.Shared, sqltext.KeyOf(key)), 1)
 }
 
+// ExpectReleases expects the releases of leases on keys, taken with opts
+// on this connection, to go together in one statement, answering that
+// each key was held. A Locker sends them so when they arrive while
+// another statement is in flight on the connection (a lone release is
+// [LockerConn.ExpectRelease]), in the order they arrived: give it keys in
+// that order.
+func (c *LockerConn) ExpectReleases(keys []advisory.Key, opts ...advisory.LockerOption) *sqlmock.ExpectedQuery {
+	o, ok := parse(c.m, "mock: LockerConn.ExpectReleases: ", opts, false)
+	if !ok || len(keys) < 2 {
+		if ok {
+			misuse(c.m, "mock: LockerConn.ExpectReleases: %d keys; a batch holds two or more, and one is ExpectRelease", len(keys))
+		}
+		return detachedQuery()
+	}
+	ks := make([]sqltext.Key, len(keys))
+	shared := make([]bool, len(keys))
+	rows := sqlmock.NewRows([]string{"i", "case"})
+	for i, k := range keys {
+		ks[i], shared[i] = sqltext.KeyOf(k), o.Shared
+		rows.AddRow(int64(i+1), int64(1))
+	}
+	stmt := sqltext.CarrierUnlockBatch(sqltext.Inline, LeasePID, LeaseMark, ks, shared)
+	return c.m.ExpectQuery(pattern(c.m, stmt.Query)).WithoutArgs().WillReturnRows(rows)
+}
+
 // ExpectHeartbeat lays down one heartbeat of the connection, answering
 // that its session holds held locks (one per key and mode). When held is
 // below what the Locker expects, it then asks which: lay that down with

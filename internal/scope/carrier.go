@@ -47,6 +47,9 @@ type carrier struct {
 	// how many leases hold each lock.
 	locks map[lockID]int
 
+	qmu    sync.Mutex
+	queued []*unlockReq // releases waiting for the turn: see release
+
 	downOnce sync.Once // the session's end
 	stopOnce sync.Once // close(stop)
 }

@@ -210,11 +210,13 @@ func (l *MuxLease) settle(err, cause error) bool {
 }
 
 // Release releases the lease's lock with one statement on its carrier,
-// once: later calls return the first result. It reports an error matching
-// ErrLockLost if the lease was lost before it. The release waits for the
-// carrier's turn whatever ctx does, so that a cancelled caller still
-// releases; every statement on a carrier is bounded by the heartbeat
-// interval.
+// once: later calls return the first result. Releases on one carrier that
+// wait while a statement is in flight there go together in the next
+// statement, which releases all their keys. It reports an error matching
+// ErrLockLost if the lease was lost before it, or if its key was not held
+// when released. The release waits for the carrier's turn whatever ctx
+// does, so that a cancelled caller still releases; every statement on a
+// carrier is bounded by the heartbeat interval.
 func (l *MuxLease) Release(ctx context.Context) error {
 	l.once.Do(func() {
 		l.relErr = l.release()
@@ -230,21 +232,7 @@ func (l *MuxLease) Release(ctx context.Context) error {
 }
 
 func (l *MuxLease) release() error {
-	c := l.c
-	if c.take(context.Background()) != nil {
-		return l.lostErr()
-	}
-	defer c.give()
-	if !c.drop(l) {
-		// Lost, or ended by Close, before the turn came.
-		return l.lostErr()
-	}
-	defer c.m.unreserve(l.key)
-	if err := c.unlock(l.key, l.shared); err != nil {
-		l.lose(err)
-		return l.lostErr()
-	}
-	l.end(errReleased)
+	l.c.release(l)
 	return l.lostErr()
 }
 
