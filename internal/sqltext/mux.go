@@ -235,15 +235,17 @@ func KeyFromTag(classid, objid int64, objsubid int) Key {
 // backend, as a transaction pooler routes it, and 0 otherwise:
 //
 //	SELECT u.i, CASE WHEN pg_catalog.pg_backend_pid() = 4242 AND ... THEN
-//	CASE WHEN CASE WHEN u.p THEN CASE WHEN u.s THEN
-//	pg_catalog.pg_advisory_unlock_shared(u.a, u.b) ELSE ... END ... END
-//	THEN 1 ELSE 0 END WHEN pg_catalog.pg_backend_pid() <> 4242 THEN 2 ELSE
-//	0 END FROM pg_catalog.unnest('{42,0}'::pg_catalog.int8[], ...) WITH
-//	ORDINALITY AS u(k, a, b, p, s, i)
+//	CASE WHEN CASE WHEN x.p[u.i] THEN CASE WHEN x.s[u.i] THEN
+//	pg_catalog.pg_advisory_unlock_shared(x.a[u.i], x.b[u.i]) ELSE ... END
+//	... END THEN 1 ELSE 0 END WHEN pg_catalog.pg_backend_pid() <> 4242 THEN
+//	2 ELSE 0 END FROM (SELECT '{0,-1}'::pg_catalog.int4[] AS a, ... AS s)
+//	AS x, pg_catalog.unnest('{42,0}'::pg_catalog.int8[]) WITH ORDINALITY
+//	AS u(k, i)
 //
 // The keys go as five arrays: the bigint keys, the pairs' two halves,
-// which keys are pairs, and which are shared. In the Params form the
-// arrays are $1 to $5, as text, so that the text is the same for every
+// which keys are pairs, and which are shared; the statement unnests the
+// first and reads the others at its place. In the Params form the arrays
+// are $1 to $5, as text, so that the text is the same for every
 // batch on the carrier and pgx prepares it once. CASE fixes the order, so
 // a statement routed to another backend releases nothing there.
 func CarrierUnlockBatch(f Form, pid, mark int64, keys []Key, shared []bool) Stmt {
@@ -271,13 +273,13 @@ func CarrierUnlockBatch(f Form, pid, mark int64, keys []Key, shared []bool) Stmt
 		}
 	}
 	unlock := func(args string) string {
-		return "CASE WHEN u.s THEN " + unlockFn(true) + "(" + args + ") ELSE " + unlockFn(false) + "(" + args + ") END"
+		return "CASE WHEN x.s[u.i] THEN " + unlockFn(true) + "(" + args + ") ELSE " + unlockFn(false) + "(" + args + ") END"
 	}
 	return Stmt{
-		Query: "SELECT u.i, CASE WHEN " + ours(pid, mark) + " THEN CASE WHEN CASE WHEN u.p THEN " + unlock("u.a, u.b") +
+		Query: "SELECT u.i, CASE WHEN " + ours(pid, mark) + " THEN CASE WHEN CASE WHEN x.p[u.i] THEN " + unlock("x.a[u.i], x.b[u.i]") +
 			" ELSE " + unlock("u.k") + " END THEN 1 ELSE 0 END WHEN pg_catalog.pg_backend_pid() <> " + strconv.FormatInt(pid, 10) +
-			" THEN 2 ELSE 0 END FROM pg_catalog.unnest(" + in[0] + ", " + in[1] + ", " + in[2] + ", " + in[3] + ", " + in[4] +
-			") WITH ORDINALITY AS u(k, a, b, p, s, i)",
+			" THEN 2 ELSE 0 END FROM (SELECT " + in[1] + " AS a, " + in[2] + " AS b, " + in[3] + " AS p, " + in[4] +
+			" AS s) AS x, pg_catalog.unnest(" + in[0] + ") WITH ORDINALITY AS u(k, i)",
 		Args: args,
 	}
 }
