@@ -7,20 +7,6 @@ import (
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 )
 
-// The batch unlock joins TestStatementsQualified's builders from here.
-func init() {
-	builders = append(builders, struct {
-		name  string
-		build func(v variant) string
-	}{"CarrierUnlockBatch", func(v variant) string {
-		shared := make([]bool, len(v.keys))
-		for i := range shared {
-			shared[i] = v.shared != (i%2 == 1)
-		}
-		return sqltext.CarrierUnlockBatch(v.form, 4242, 8177, v.keys, shared).Query
-	}})
-}
-
 func TestCarrierUnlockBatch(t *testing.T) {
 	t.Parallel()
 	keys := []sqltext.Key{{Bigint: 42}, {Pair: true, A: -1, B: 2}}

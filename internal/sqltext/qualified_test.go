@@ -76,6 +76,13 @@ var builders = []struct {
 		return sqltext.CarrierTryFenced(v.form, 4242, 8177, v.shared, v.keys[0]).Query
 	}},
 	{"CarrierUnlock", func(v variant) string { return sqltext.CarrierUnlock(4242, 8177, v.shared, v.keys[0]) }},
+	{"CarrierUnlockBatch", func(v variant) string {
+		shared := make([]bool, len(v.keys))
+		for i := range shared {
+			shared[i] = v.shared != (i%2 == 1)
+		}
+		return sqltext.CarrierUnlockBatch(v.form, 4242, 8177, v.keys, shared).Query
+	}},
 	{"CarrierCount", func(variant) string { return sqltext.CarrierCount(4242, 8177) }},
 	{"CarrierAlive", func(variant) string { return sqltext.CarrierAlive(4242, 8177) }},
 	{"Alive", func(variant) string { return sqltext.Alive(4242, 8177) }},
