@@ -97,9 +97,11 @@ type Locker struct {
 // server's whole lock table: many connections at many leases cost the
 // server connections × leases a minute.
 //
-// The first 4 connections open as soon as each holds a lease, and any
-// other while every open one is busy with a statement, so a Locker under
-// heavy concurrency may open up to MaxConns with fewer leases.
+// The first 4 connections open as soon as each holds a lease, and
+// another when fewer than 4 of those open have room and each is busy with
+// a statement. So new keys go to 4 connections at a time whatever
+// MaxConns is, and leases taken together are released together: the
+// releases that queue on a connection go in one statement.
 type LockerConfig struct {
 	// MaxConns is how many connections the Locker holds its leases on,
 	// at most; 0 is the default of 4, which holds 4,000 leases at the
