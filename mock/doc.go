@@ -77,6 +77,10 @@
 //	c.ExpectRelease(key)
 //	c.ExpectClose()
 //
+// Releases that queue on a connection while a statement is in flight go
+// in one statement: [LockerConn.ExpectReleases] lays that statement down
+// for its keys, in the order the Locker takes them.
+//
 // # Engines
 //
 // The first lock call on a *sql.DB identifies the server behind it with
