@@ -259,15 +259,6 @@ func leaderOnStandby(ctx context.Context, t *testing.T, db *sql.DB, key advisory
 	return err
 }
 
-// stateOf returns the SQLSTATE of the server error in err's chain, or "".
-func stateOf(err error) string {
-	var e interface{ SQLState() string }
-	if errors.As(err, &e) {
-		return e.SQLState()
-	}
-	return ""
-}
-
 // keyInts returns the two int32s of a pair key.
 func keyInts(key advisory.Key) (int32, int32) {
 	a, b, _ := key.Pair()
@@ -292,7 +283,7 @@ func testEntryPointsStandby(t *testing.T) {
 				err := tc.call(ctx, t, tg.Standby, key, &ran)
 				switch {
 				case errors.Is(err, advisory.ErrStandby):
-				case tc.begins && tg.Driver == pgtest.DriverPQ && stateOf(err) == "0A000":
+				case tc.begins && tg.Driver == pgtest.DriverPQ && pgSQLState(err) == "0A000":
 					// Refused by the server at BEGIN READ WRITE,
 					// before the lock: nothing was locked.
 				default:
