@@ -87,6 +87,12 @@ var scalingConfigs = []scalingConfig{
 	{"maxconns=n/1000", func(n int) advisory.LockerConfig { return advisory.LockerConfig{MaxConns: max(4, n/1000)} }},
 }
 
+// defaultScalingMost is the most leases a scaling run holds with the
+// default configuration: 100,000 on its 4 connections, 25,000 on each,
+// take some 17 ms a key by the end, which is what the curve up to 30,000
+// already shows, at half an hour a run.
+const defaultScalingMost = 30_000
+
 // kneeKeys is how many leases the runs that find the knee hold, and
 // kneePerConn how many of them each connection carries in each.
 const kneeKeys = 30_000
@@ -94,16 +100,18 @@ const kneeKeys = 30_000
 var kneePerConn = []int{250, 500, 1000, 2000, 5000, 7500}
 
 // BenchmarkLockerScaling takes n leases with one Locker, on 32
-// goroutines, holds them through two heartbeats, and releases them one by
-// one, for n from 1,000 to 100,000 (PGADVISORY_SCALING_MAX lowers the
-// top), on each server and driver, in each of scalingConfigs, with the
-// default heartbeat of 5 s. Besides the
+// goroutines, holds them through a heartbeat of every connection, and
+// releases them one by one in the order they were taken, for n from
+// 1,000 to 100,000 (PGADVISORY_SCALING_MAX lowers the top), on each
+// server and driver, in each of scalingConfigs (the default up to
+// defaultScalingMost), with the default heartbeat of 5 s. Besides the
 // wall time of the whole run, it reports per key the acquire and the
 // release time of all goroutines together (wall time over n), the Go heap
-// and the process's RSS each lease adds (the RSS only grows: the larger
-// runs come last), how many backends hold the locks, and the heartbeat
-// statements per second those backends cost the server at the default
-// interval of 5 s (one per connection per interval). Run each point once:
+// and the process's RSS each lease adds (the RSS is the whole process's,
+// which the runtime may give back: a negative figure shrank), how many
+// backends hold the locks, and the heartbeat statements per second those
+// backends cost the server at the default interval of 5 s (one per
+// connection per interval). Run each point once:
 //
 //	go test -run '^$' -bench LockerScaling -benchtime=1x -timeout 2h .
 //
@@ -116,6 +124,9 @@ func BenchmarkLockerScaling(b *testing.B) {
 	benchScaling(b, func(run func(name string, n int, cfg advisory.LockerConfig)) {
 		for _, n := range scalingKeys(b) {
 			for _, c := range scalingConfigs {
+				if c.name == "default" && n > defaultScalingMost {
+					continue
+				}
 				run(fmt.Sprintf("keys=%d/%s", n, c.name), n, c.cfg(n))
 			}
 		}
