@@ -151,7 +151,7 @@ func NewLocker(db *sql.DB, cfg LockerConfig) (*Locker, error) {
 	if cfg.Observer != nil {
 		h = hooks{cfg.Observer}
 	}
-	return &Locker{m: scope.NewMux(db, n, cfg.KeysPerConn, beat, h), db: db}, nil
+	return &Locker{m: scope.NewMux(scope.DBSource(db), n, cfg.KeysPerConn, beat, h), db: db}, nil
 }
 
 // Acquire takes a session lock on key on one of the Locker's connections,

@@ -69,6 +69,15 @@ func (c *pgxConn) QueryRow(ctx context.Context, query string, args ...any) scope
 	return (*pgx.Conn)(c).QueryRow(ctx, query, args...)
 }
 
+// Query runs query on the connection; its rows are read until closed.
+func (c *pgxConn) Query(ctx context.Context, query string, args ...any) (scope.Rows, error) {
+	rows, err := (*pgx.Conn)(c).Query(ctx, query, args...)
+	if err != nil {
+		return nil, err // pgx has closed rows
+	}
+	return rows, nil
+}
+
 // Engine returns the engine that serves the connection's session, or nil
 // when the connection is closed.
 func (c *pgxConn) Engine(ctx context.Context) (*scope.Engine, error) {
@@ -93,6 +102,16 @@ func (c *poolConn) Exec(ctx context.Context, query string, args ...any) (int64, 
 // QueryRow runs query on the pooled connection; its row is scanned once.
 func (c *poolConn) QueryRow(ctx context.Context, query string, args ...any) scope.Row {
 	return (*pgxpool.Conn)(c).QueryRow(ctx, query, args...)
+}
+
+// Query runs query on the pooled connection; its rows are read until
+// closed.
+func (c *poolConn) Query(ctx context.Context, query string, args ...any) (scope.Rows, error) {
+	rows, err := (*pgxpool.Conn)(c).Query(ctx, query, args...)
+	if err != nil {
+		return nil, err // pgx has closed rows
+	}
+	return rows, nil
 }
 
 // Engine returns the engine that serves the pooled connection's session,

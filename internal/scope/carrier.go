@@ -2,7 +2,6 @@ package scope
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -19,7 +18,7 @@ type lockID struct {
 	shared bool
 }
 
-// A carrier is one of a Mux's connections. It holds many leases' locks on
+// A carrier is one of a Mux's sessions. It holds many leases' locks on
 // one session, and proves them all with one heartbeat. Statements on it
 // are serialised by its turn: a goroutine sends one only while it holds
 // the turn, and gives it back at once, so no goroutine per lease is
@@ -27,9 +26,9 @@ type lockID struct {
 // that is not answered in time loses the carrier.
 type carrier struct {
 	m         *Mux
-	conn      *sql.Conn
+	s         ScopeSession // from the Mux's source
 	pid, mark int64
-	form      sqltext.Form // how a fenced try carries its key: its *sql.DB's (DBForm)
+	form      sqltext.Form // how a fenced try carries its key: the Mux's
 	phase     int64        // the beat, mod CountEvery, at which it counts: see beat
 
 	turn chan struct{} // holds a token while a statement is in flight
@@ -54,9 +53,9 @@ type carrier struct {
 	stopOnce sync.Once // close(stop)
 }
 
-// openCarrier takes a connection from db and starts a carrier on it: one
-// round trip learns the backend, refuses a hot standby, and leaves the
-// carrier's mark on the session.
+// openCarrier opens a session from the Mux's source and starts a carrier
+// on it: one round trip learns the backend, refuses a hot standby, and
+// leaves the carrier's mark on the session.
 func (m *Mux) openCarrier(ctx context.Context) (*carrier, error) {
 	var err error
 	for try := 1; try <= BadConnTries; try++ {
@@ -72,22 +71,22 @@ func (m *Mux) openCarrier(ctx context.Context) (*carrier, error) {
 }
 
 func (m *Mux) openCarrierOnce(ctx context.Context) (*carrier, error) {
-	conn, err := m.db.Conn(ctx)
+	s, err := m.src.OpenSession(ctx)
 	if err != nil {
 		return nil, Fail(ctx, "connect", "", err)
 	}
 	c := &carrier{
-		m: m, conn: conn, form: DBForm(m.db),
+		m: m, s: s, form: m.form,
 		turn: make(chan struct{}, 1), dead: make(chan struct{}),
 		stop: make(chan struct{}), done: make(chan struct{}),
 		leases: map[*MuxLease]struct{}{}, locks: map[lockID]int{},
 	}
 	var standby bool
-	var mark sql.NullInt64
-	stop := Watch(ctx, conn)
-	err = conn.QueryRowContext(ctx, sqltext.CarrierStart).Scan(&c.pid, &standby, &mark)
-	stop()
-	c.mark = mark.Int64
+	var mark *int64 // NULL: see below
+	err = s.QueryRow(ctx, sqltext.CarrierStart).Scan(&c.pid, &standby, &mark)
+	if mark != nil {
+		c.mark = *mark
+	}
 	switch {
 	case pooledStatement(err):
 		err = FailKind("lease", "", ErrSharedSession, err)
@@ -95,14 +94,14 @@ func (m *Mux) openCarrierOnce(ctx context.Context) (*carrier, error) {
 		err = Fail(ctx, "lease", "", err)
 	case standby:
 		err = FailKind("lease", "", ErrStandby, nil)
-	case !mark.Valid:
+	case mark == nil:
 		// The session bears another lease's mark: behind a transaction
 		// pooler, another client's lease holds its locks there.
 		err = FailKind("lease", "", ErrSharedSession, errForeignMark)
 	}
 	if err != nil {
-		Discard(conn)
-		_ = conn.Close()
+		s.Discard()
+		s.Close()
 		return nil, err
 	}
 	m.mu.Lock()
@@ -147,13 +146,13 @@ func (c *carrier) take(ctx context.Context) error {
 func (c *carrier) give() { <-c.turn }
 
 // run sends one statement, f, on the carrier while holding the turn,
-// bounded by the heartbeat interval. A statement not answered in time
-// loses the carrier at once, though f returns only when the driver gives
-// up.
+// bounded by the heartbeat interval, which f passes to the session's
+// statement: the session bounds it on a server that does not answer (see
+// [Querier.Exec]). A statement not answered in time loses the carrier at
+// once, though f returns only when the driver gives up.
 func (c *carrier) run(f func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), c.m.interval)
 	defer cancel()
-	defer Watch(ctx, c.conn)()
 	late := fmt.Errorf("%w within %v", errNoAnswer, c.m.interval)
 	stop := context.AfterFunc(ctx, func() { c.lose(late) })
 	err := f(ctx)
@@ -273,8 +272,8 @@ func (c *carrier) teardown() {
 		unanswered := errors.Is(c.lost, errNoAnswer)
 		c.m.mu.Unlock()
 		undone := !unanswered && c.reclaim() == nil
-		Discard(c.conn)
-		_ = c.conn.Close()
+		c.s.Discard()
+		c.s.Close()
 		if !undone {
 			c.reclaimFrom(context.Background())
 		}
@@ -282,8 +281,8 @@ func (c *carrier) teardown() {
 }
 
 // reclaimFrom undoes, after a loss for want of an answer or a failed
-// release, the carrier's locks and mark through another connection of the
-// Mux's pool, since the carrier's own is closed: as [Lease.reclaimFrom]
+// release, the carrier's locks and mark through another session of the
+// Mux's source, since the carrier's own is closed: as [Lease.reclaimFrom]
 // does for a lease, with [sqltext.CarrierReleaseFrom], and tried again as
 // [Lease.reclaimElsewhere] tries, until ctx ends or [reclaimFromWithin]
 // has passed. Behind a transaction pooler, an answer that came just too
@@ -293,13 +292,13 @@ func (c *carrier) reclaimFrom(ctx context.Context) {
 	_ = retryWithin(ctx, reclaimFromWithin, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), max(c.m.interval, reclaimTimeout))
 		defer cancel()
-		conn, err := c.m.db.Conn(ctx)
+		s, err := c.m.src.OpenSession(ctx)
 		if err != nil {
-			return closedPool(err)
+			return err
 		}
-		defer conn.Close()
-		if _, err := Run(ctx, conn, sqltext.CarrierReleaseFrom(c.pid, c.mark)); err != nil {
-			Discard(conn)
+		defer s.Close()
+		if _, err := run(ctx, s, sqltext.CarrierReleaseFrom(c.pid, c.mark)); err != nil {
+			s.Discard()
 			return err
 		}
 		return nil
@@ -361,7 +360,7 @@ func (c *carrier) beat() {
 	}
 	var n int
 	err := c.run(func(ctx context.Context) error {
-		return c.conn.QueryRowContext(ctx, stmt).Scan(&n)
+		return c.s.QueryRow(ctx, stmt).Scan(&n)
 	})
 	c.m.mu.Lock()
 	c.beats++
@@ -395,7 +394,7 @@ func (c *carrier) beat() {
 func (c *carrier) findMissing() []*MuxLease {
 	held := map[lockID]bool{}
 	err := c.run(func(ctx context.Context) error {
-		rows, err := c.conn.QueryContext(ctx, sqltext.CarrierHeld(c.pid, c.mark))
+		rows, err := c.s.Query(ctx, sqltext.CarrierHeld(c.pid, c.mark))
 		if err != nil {
 			return err
 		}
@@ -442,12 +441,12 @@ func (c *carrier) findMissing() []*MuxLease {
 func (c *carrier) reclaim() error {
 	ctx, cancel := context.WithTimeout(context.Background(), max(c.m.interval, reclaimTimeout))
 	defer cancel()
-	_, err := Run(ctx, c.conn, sqltext.CarrierRelease(c.pid, c.mark))
+	_, err := run(ctx, c.s, sqltext.CarrierRelease(c.pid, c.mark))
 	return err
 }
 
 // close releases every lock on the carrier with one statement and
-// returns its connection to the pool, for Mux.Close; its leases end as
+// returns its session to the pool, for Mux.Close; its leases end as
 // released. Once the release starts, close keeps the turn, so that
 // nothing more is sent on the session. When ctx ends first or the
 // statement fails, the session is closed instead, which releases the
@@ -463,7 +462,7 @@ func (c *carrier) close(ctx context.Context) error {
 	}
 	var n int64
 	err := c.run(func(ctx context.Context) (err error) {
-		n, err = Run(ctx, c.conn, sqltext.CarrierRelease(c.pid, c.mark))
+		n, err = run(ctx, c.s, sqltext.CarrierRelease(c.pid, c.mark))
 		return err
 	})
 	ended := c.end(errLockerClosed, false)
@@ -472,9 +471,9 @@ func (c *carrier) close(ctx context.Context) error {
 		// the pool; one whose backend was ended, or that was not the
 		// carrier's, is closed.
 		if err != nil || !ended || n != 1 {
-			Discard(c.conn)
+			c.s.Discard()
 		}
-		_ = c.conn.Close()
+		c.s.Close()
 		if err != nil {
 			// The release may have run just too late, or not at all,
 			// or failed on a backend that another client's end was

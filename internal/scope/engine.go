@@ -122,8 +122,7 @@ func CheckDB(ctx context.Context, db *sql.DB, xact bool, op, keys string) error 
 	if db == nil {
 		return nil
 	}
-	e, err := engineOfDB(ctx, db, db)
-	return check(ctx, e, err, xact, op, keys)
+	return checkPool(ctx, dbSource{db}, xact, op, keys)
 }
 
 // EngineOf returns the engine behind db, identifying it first through q,

@@ -2,39 +2,11 @@ package scope
 
 import (
 	"context"
-	"database/sql"
 	"slices"
 	"time"
 
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 )
-
-// Execer is what *sql.Conn and *sql.Tx have in common.
-type Execer interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-}
-
-// Run sends one statement on e, a *sql.Conn or *sql.Tx, as [Querier.Exec]
-// does through the seam, and returns what [run] returns. The leases and
-// the Locker's carriers, which keep their *sql.Conn, send their
-// statements through Run.
-func Run(ctx context.Context, e Execer, query string, args ...any) (int64, error) {
-	switch e := e.(type) {
-	case *sql.Conn:
-		return run(ctx, (*sqlConn)(e), query, args...)
-	case *sql.Tx:
-		return run(ctx, (*sqlTx)(e), query, args...)
-	}
-	stop := Watch(ctx, e)
-	res, err := e.ExecContext(ctx, query, args...)
-	stop()
-	if err == nil {
-		if err = ctx.Err(); err == nil {
-			return res.RowsAffected()
-		}
-	}
-	return 0, err
-}
 
 // run sends one statement, with args, on q and returns how many rows it
 // affected, which is how every boolean answer comes back (see
@@ -52,13 +24,6 @@ func run(ctx context.Context, q Querier, query string, args ...any) (int64, erro
 		}
 	}
 	return 0, err
-}
-
-// Exec is e.ExecContext, guarded as [Run] is: on a server that does not
-// answer, it returns within ctx's deadline plus [AbortMargin].
-func Exec(ctx context.Context, e Execer, query string, args ...any) (sql.Result, error) {
-	defer Watch(ctx, e)()
-	return e.ExecContext(ctx, query, args...)
 }
 
 // ReleaseTimeout bounds a release that runs after the caller's context

@@ -2,8 +2,6 @@ package scope
 
 import (
 	"context"
-	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"sync"
 	"time"
@@ -49,9 +47,12 @@ var ErrLockerClosed = errLockerClosed
 // of them hold leases, each proved by one heartbeat. A key held by one of
 // its leases is arbitrated in the process: a second acquisition that
 // conflicts with it waits for it, or gives up, without a round trip, since
-// on one session the server would let it stack instead.
+// on one session the server would let it stack instead. Every session it
+// uses comes from its [MuxSource], and every statement goes through the
+// seam (seam.go).
 type Mux struct {
-	db       *sql.DB
+	src      MuxSource
+	form     sqltext.Form // how its statements carry their keys: src's
 	max      int
 	per      int // keys a carrier holds before another opens: KeysPerCarrier
 	interval time.Duration
@@ -77,15 +78,16 @@ type keyHolds struct {
 	free   chan struct{} // closed when n drops to 0
 }
 
-// NewMux returns a Mux that holds leases on at most max connections from
-// db, each with a heartbeat every interval, opening another for new keys
-// once each holds per keys (0 is KeysPerCarrier).
-func NewMux(db *sql.DB, max, per int, interval time.Duration, hooks Hooks) *Mux {
+// NewMux returns a Mux that holds leases on at most max sessions from
+// src, each with a heartbeat every interval, opening another for new keys
+// once each holds per keys (0 is KeysPerCarrier). The database/sql front
+// passes [DBSource] of its *sql.DB.
+func NewMux(src MuxSource, max, per int, interval time.Duration, hooks Hooks) *Mux {
 	closing, close := context.WithCancel(context.Background())
 	if per <= 0 {
 		per = KeysPerCarrier
 	}
-	return &Mux{db: db, max: max, per: per, interval: interval, hooks: hooks,
+	return &Mux{src: src, form: src.Form(), max: max, per: per, interval: interval, hooks: hooks,
 		changed: make(chan struct{}), held: map[sqltext.Key]*keyHolds{},
 		closing: closing, close: close}
 }
@@ -124,7 +126,7 @@ func (m *Mux) Acquire(ctx context.Context, key sqltext.Key, o *Options) (*MuxLea
 }
 
 func (m *Mux) acquire(ctx context.Context, key sqltext.Key, o *Options, op string, h Hooks) (l *MuxLease, err error) {
-	if err := CheckDB(ctx, m.db, false, op, key.String()); err != nil {
+	if err := checkPool(ctx, m.src, false, op, key.String()); err != nil {
 		return nil, err
 	}
 	var deadline time.Time
@@ -369,13 +371,14 @@ func (m *Mux) signalLocked() {
 	m.changed = make(chan struct{})
 }
 
-// await waits, on a connection of its own from db, until key is free in
-// o's mode, for as long as ctx and the deadline allow. It waits in slices
-// (see [waitInSlices]), each a statement that is its own transaction: it
-// takes the key as a transaction lock, which ends with the statement, so
-// that a slice that runs out, or one whose grant raced its failure, leaves
-// nothing held. The connection goes back to the pool, unless a statement
-// failed otherwise: a cancel the driver sent for it may still be in flight.
+// await waits, on a session of its own from the Mux's source, until key
+// is free in o's mode, for as long as ctx and the deadline allow. It
+// waits in slices (see [waitInSlices]), each a statement that is its own
+// transaction: it takes the key as a transaction lock, which ends with
+// the statement, so that a slice that runs out, or one whose grant raced
+// its failure, leaves nothing held. The session goes back to the pool,
+// unless a statement failed otherwise: a cancel the driver sent for it
+// may still be in flight.
 func (m *Mux) await(ctx context.Context, key sqltext.Key, o *Options, op string, deadline time.Time) error {
 	wo := *o
 	if !deadline.IsZero() {
@@ -392,21 +395,21 @@ func (m *Mux) await(ctx context.Context, key sqltext.Key, o *Options, op string,
 	start := time.Now()
 	var err error
 	for try := 1; try <= BadConnTries; try++ {
-		var conn *sql.Conn
-		if conn, err = m.db.Conn(ctx); err != nil {
+		var s ScopeSession
+		if s, err = m.src.OpenSession(ctx); err != nil {
 			return Fail(ctx, "connect", key.String(), err)
 		}
 		w := waitInSlices(ctx, start, &wo, op, key.String(), true,
-			func(ctx context.Context) (waitSettings, error) { return readWaitSettings(ctx, SQLConn(conn)) },
+			func(ctx context.Context) (waitSettings, error) { return readWaitSettings(ctx, s) },
 			func(ctx context.Context, _ int, ms, _ int64) error {
-				stmt := sqltext.XactSliceStmt(DBForm(m.db), o.Shared, ms, key)
-				_, err := Run(ctx, conn, stmt.Query, stmt.Args...)
+				stmt := sqltext.XactSliceStmt(m.form, o.Shared, ms, key)
+				_, err := run(ctx, s, stmt.Query, stmt.Args...)
 				return err
 			})
 		if w.doubt {
-			Discard(conn)
+			s.Discard()
 		}
-		_ = conn.Close()
+		s.Close()
 		if err = w.err; err == nil || !w.doubt || !retryable(ctx, err) {
 			break
 		}
@@ -417,8 +420,8 @@ func (m *Mux) await(ctx context.Context, key sqltext.Key, o *Options, op string,
 	return err
 }
 
-// Close releases every lease and returns the carriers' connections to
-// the pool. Later acquisitions fail with ErrLockerClosed; leases end as
+// Close releases every lease and returns the carriers' sessions to the
+// pool. Later acquisitions fail with ErrLockerClosed; leases end as
 // released, their contexts cancelled.
 func (m *Mux) Close(ctx context.Context) error {
 	m.mu.Lock()
@@ -432,7 +435,3 @@ func (m *Mux) Close(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
-
-// isBadConn reports a statement the driver did not send, since the
-// connection had died.
-func isBadConn(err error) bool { return errors.Is(err, driver.ErrBadConn) }

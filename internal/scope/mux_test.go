@@ -21,7 +21,7 @@ func newMock(t *testing.T) (*Mux, sqlmock.Sqlmock, func()) {
 	}
 	m.ExpectQuery(sqltext.CarrierStart).WillReturnRows(
 		sqlmock.NewRows([]string{"pid", "standby", "mark"}).AddRow(int64(7), false, int64(9)))
-	return NewMux(db, 1, 0, 10*time.Second, nil), m, func() { db.Close() }
+	return NewMux(DBSource(db), 1, 0, 10*time.Second, nil), m, func() { db.Close() }
 }
 
 // Unit tests of the Mux's races, on sqlmock: what a real server does not
@@ -61,7 +61,7 @@ func TestMuxCloseSendsNothingAfterItsRelease(t *testing.T) {
 	r := <-tried
 	t.Logf("Close: %v; try: lease=%v err=%v", <-closed, r.l != nil, r.err)
 	if err := m.ExpectationsWereMet(); err == nil {
-		t.Errorf("the try of key 2 ran after UnlockAll; idle conns in pool = %d", mx.db.Stats().Idle)
+		t.Errorf("the try of key 2 ran after UnlockAll; idle conns in pool = %d", mx.src.(dbSource).db.Stats().Idle)
 	}
 }
 
@@ -98,7 +98,7 @@ func TestMuxReleaseOfALostLeaseReportsTheLoss(t *testing.T) {
 	m.ExpectQuery(sqltext.CarrierStart).WillReturnRows(
 		sqlmock.NewRows([]string{"pid", "standby", "mark"}).AddRow(int64(7), false, int64(9)))
 	h := &slowLost{first: make(chan struct{}), finished: make(chan struct{})}
-	mx := NewMux(db, 1, 0, 200*time.Millisecond, h)
+	mx := NewMux(DBSource(db), 1, 0, 200*time.Millisecond, h)
 	ctx := context.Background()
 	var ls []*MuxLease
 	for i := int64(1); i <= 2; i++ {
@@ -188,7 +188,7 @@ func TestMuxServerErrorKeepsTheConnection(t *testing.T) {
 		m.ExpectQuery(sqltext.CarrierTryFenced(sqltext.Inline, 7, 9, false, k2).Query).WillReturnError(&pgErr{"42501"})
 	}
 	h := &countLost{}
-	mx := NewMux(db, 1, 0, 10*time.Second, h)
+	mx := NewMux(DBSource(db), 1, 0, 10*time.Second, h)
 	ctx := context.Background()
 	l1, err := mx.Acquire(ctx, k1, &Options{})
 	if err != nil {

@@ -2,7 +2,6 @@ package scope
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -71,7 +70,7 @@ func (c *carrier) tryStatement(key sqltext.Key, o *Options, op string) (taken bo
 		taken, token, err = c.tryOnce(key, o)
 		if o.Fencing && !created && SQLState(err) == "42P01" {
 			err = c.run(func(ctx context.Context) error {
-				_, err := c.conn.ExecContext(ctx, sqltext.CreateFencingSequence)
+				_, err := c.s.Exec(ctx, sqltext.CreateFencingSequence)
 				if SQLState(err) == "23505" || SQLState(err) == "42P07" {
 					err = nil // another session created it first
 				}
@@ -105,14 +104,16 @@ func (c *carrier) tryOnce(key sqltext.Key, o *Options) (taken bool, token int64,
 	err = c.run(func(ctx context.Context) error {
 		if o.Fencing {
 			fenced := sqltext.CarrierTryFenced(c.form, c.pid, c.mark, o.Shared, key)
-			var t sql.NullInt64
-			if err := c.conn.QueryRowContext(ctx, fenced.Query, fenced.Args...).Scan(&t); err != nil {
+			var t *int64 // NULL when the session is not the carrier's
+			if err := c.s.QueryRow(ctx, fenced.Query, fenced.Args...).Scan(&t); err != nil {
 				return err
 			}
-			ours, taken, token = t.Valid, t.Int64 > 0, t.Int64
+			if ours = t != nil; ours {
+				taken, token = *t > 0, *t
+			}
 			return nil
 		}
-		n, err := Run(ctx, c.conn, sqltext.CarrierTry(c.pid, c.mark, o.Shared, key))
+		n, err := run(ctx, c.s, sqltext.CarrierTry(c.pid, c.mark, o.Shared, key))
 		ours, taken = n > 0, n == 2
 		return err
 	})
@@ -130,7 +131,7 @@ func (c *carrier) tryOnce(key sqltext.Key, o *Options) (taken bool, token int64,
 func (c *carrier) unlock(key sqltext.Key, shared bool) error {
 	var n int64
 	err := c.run(func(ctx context.Context) (err error) {
-		n, err = Run(ctx, c.conn, sqltext.CarrierUnlock(c.pid, c.mark, shared, key))
+		n, err = run(ctx, c.s, sqltext.CarrierUnlock(c.pid, c.mark, shared, key))
 		return err
 	})
 	switch {

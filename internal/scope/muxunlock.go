@@ -120,7 +120,7 @@ func (c *carrier) unlockMany(ls []*MuxLease) []error {
 	stmt := sqltext.CarrierUnlockBatch(c.form, c.pid, c.mark, keys, shared)
 	answers := make([]int64, len(ls))
 	err := c.run(func(ctx context.Context) error {
-		rows, err := c.conn.QueryContext(ctx, stmt.Query, stmt.Args...)
+		rows, err := c.s.Query(ctx, stmt.Query, stmt.Args...)
 		if err != nil {
 			return err
 		}

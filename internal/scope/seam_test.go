@@ -39,6 +39,11 @@ func (f *fakeSession) QueryRow(_ context.Context, query string, _ ...any) Row {
 	return fakeRow{f.err}
 }
 
+func (f *fakeSession) Query(_ context.Context, query string, _ ...any) (Rows, error) {
+	f.sent = append(f.sent, query)
+	return nil, f.err
+}
+
 func (f *fakeSession) Engine(context.Context) (*Engine, error) { return f.engine, nil }
 func (f *fakeSession) Discard()                                { f.discarded = true }
 func (f *fakeSession) Close()                                  { f.closed = true }

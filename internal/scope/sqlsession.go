@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 )
 
 // sqlConn is the [Session] of a *sql.Conn, and sqlTx the [Tx] of a
@@ -25,6 +27,7 @@ type (
 // Compile-time checks that the adapters implement the seam.
 var (
 	_ LeaseSession = (*sqlConn)(nil)
+	_ MuxSource    = dbSource{}
 	_ Tx           = (*sqlTx)(nil)
 )
 
@@ -66,6 +69,18 @@ func (c *sqlConn) QueryRow(ctx context.Context, query string, args ...any) Row {
 	conn := (*sql.Conn)(c)
 	stop := Watch(ctx, conn)
 	return &watchedRow{row: conn.QueryRowContext(ctx, query, args...), stop: stop}
+}
+
+// Query runs query on the conn, watched until its rows are closed.
+func (c *sqlConn) Query(ctx context.Context, query string, args ...any) (Rows, error) {
+	conn := (*sql.Conn)(c)
+	stop := Watch(ctx, conn)
+	rows, err := conn.QueryContext(ctx, query, args...)
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	return &watchedRows{Rows: rows, stop: stop}, nil
 }
 
 // Engine returns the engine of the conn's driver connection.
@@ -196,16 +211,17 @@ func rawConn(conn *sql.Conn, f func(dc any) error) (err error) {
 // closeRaces counts the calls rawConn found conn closed under, for tests.
 var closeRaces atomic.Int64
 
-// DBSource returns the [SessionSource] of db: each session is a
-// connection of db's.
-func DBSource(db *sql.DB) SessionSource {
+// DBSource returns the [MuxSource] of db, or nil when db is nil: each
+// session is a connection of db's ([SQLConn]), its engine db's
+// ([CheckDB]), its form that of db's driver ([DBForm]).
+func DBSource(db *sql.DB) MuxSource {
 	if db == nil {
 		return nil
 	}
 	return dbSource{db}
 }
 
-// dbSource is the SessionSource of a *sql.DB.
+// dbSource is the MuxSource of a *sql.DB.
 type dbSource struct{ db *sql.DB }
 
 // OpenSession takes a connection from the pool.
@@ -217,14 +233,39 @@ func (d dbSource) OpenSession(ctx context.Context) (ScopeSession, error) {
 	return (*sqlConn)(conn), nil
 }
 
+// Engine returns the engine behind the pool, identified once per
+// *sql.DB, through one of its connections, as [CheckDB] does.
+func (d dbSource) Engine(ctx context.Context) (*Engine, error) {
+	return engineOfDB(ctx, d.db, d.db)
+}
+
+// Form returns the form of statement the pool's driver runs fastest.
+func (d dbSource) Form() sqltext.Form { return DBForm(d.db) }
+
 // closedPool marks err as [errPoolClosed] when it is database/sql's
-// error for a closed *sql.DB, which has no exported value to match.
+// error for a closed *sql.DB, which has no exported value to match. The
+// mark keeps database/sql's message as it is.
 func closedPool(err error) error {
 	if err != nil && err.Error() == "sql: database is closed" {
-		return fmt.Errorf("%w: %w", errPoolClosed, err)
+		return poolClosedError{err}
 	}
 	return err
 }
+
+// poolClosedError is database/sql's error for a closed *sql.DB, which
+// also matches [errPoolClosed].
+type poolClosedError struct{ err error }
+
+// Error returns database/sql's message.
+func (e poolClosedError) Error() string { return e.err.Error() }
+
+// Unwrap returns errPoolClosed and database/sql's error.
+func (e poolClosedError) Unwrap() []error { return []error{errPoolClosed, e.err} }
+
+// isBadConn reports a statement the driver did not send, since the
+// connection had died: database/sql's driver.ErrBadConn, which a Mux
+// tries on another session (see [retryable]).
+func isBadConn(err error) bool { return errors.Is(err, driver.ErrBadConn) }
 
 // Exec runs query in the transaction, watched.
 func (t *sqlTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
@@ -294,6 +335,19 @@ type watchedRow struct {
 func (r *watchedRow) Scan(dest ...any) error {
 	defer r.stop()
 	return r.row.Scan(dest...)
+}
+
+// watchedRows are *sql.Rows whose statement is watched until they are
+// closed.
+type watchedRows struct {
+	*sql.Rows
+	stop func()
+}
+
+// Close closes the rows and stops their watchdog.
+func (r *watchedRows) Close() {
+	_ = r.Rows.Close()
+	r.stop()
 }
 
 // Discard closes the session behind conn instead of returning it to the

@@ -1,0 +1,135 @@
+package scope
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
+)
+
+// fakeCarrierSession is a Locker session of no driver: it starts a
+// carrier as backend 7 with mark 9, answers each Exec with rows[query],
+// and records what the Mux sent. With fakePool, it proves that a Mux
+// needs nothing of database/sql.
+type fakeCarrierSession struct {
+	p    *fakePool
+	rows map[string]int64
+}
+
+func (f *fakeCarrierSession) Exec(_ context.Context, query string, _ ...any) (int64, error) {
+	f.p.record(query)
+	return f.rows[query], nil
+}
+
+func (f *fakeCarrierSession) QueryRow(_ context.Context, query string, _ ...any) Row {
+	f.p.record(query)
+	return carrierStartRow{}
+}
+
+func (f *fakeCarrierSession) Query(_ context.Context, query string, _ ...any) (Rows, error) {
+	f.p.record(query)
+	return nil, errors.New("no rows in the fake")
+}
+
+func (f *fakeCarrierSession) Engine(context.Context) (*Engine, error) { return nil, nil }
+func (f *fakeCarrierSession) Discard()                                { f.p.mu.Lock(); f.p.discarded++; f.p.mu.Unlock() }
+func (f *fakeCarrierSession) Close()                                  { f.p.mu.Lock(); f.p.closed++; f.p.mu.Unlock() }
+func (f *fakeCarrierSession) CloseUnderTx(bool)                       {}
+
+// carrierStartRow answers sqltext.CarrierStart: backend 7, a primary,
+// mark 9.
+type carrierStartRow struct{}
+
+func (carrierStartRow) Scan(dest ...any) error {
+	mark := int64(9)
+	*dest[0].(*int64), *dest[1].(*bool), *dest[2].(**int64) = 7, false, &mark
+	return nil
+}
+
+// fakePool is the MuxSource of fakeCarrierSessions.
+type fakePool struct {
+	engine *Engine
+	rows   map[string]int64
+
+	mu        sync.Mutex
+	sent      []string
+	opened    int
+	discarded int
+	closed    int
+}
+
+func (p *fakePool) record(query string) {
+	p.mu.Lock()
+	p.sent = append(p.sent, query)
+	p.mu.Unlock()
+}
+
+func (p *fakePool) OpenSession(context.Context) (ScopeSession, error) {
+	p.mu.Lock()
+	p.opened++
+	p.mu.Unlock()
+	return &fakeCarrierSession{p: p, rows: p.rows}, nil
+}
+
+func (p *fakePool) Engine(context.Context) (*Engine, error) { return p.engine, nil }
+func (p *fakePool) Form() sqltext.Form                      { return sqltext.Params }
+
+// TestSeamMux checks a Mux on the seam: a try, a release and Close each
+// send one statement on the carrier the source opened, which then goes
+// back to it undiscarded; an engine the source names as unable to hold a
+// session lock refuses the acquisition before any session is opened.
+func TestSeamMux(t *testing.T) {
+	t.Parallel()
+	key := sqltext.Key{Bigint: 1}
+	crdb := &Engine{Name: CockroachDB, Session: crdbSession, Xact: crdbXact}
+	rows := map[string]int64{
+		sqltext.CarrierTry(7, 9, false, key):    2,
+		sqltext.CarrierUnlock(7, 9, false, key): 1,
+		sqltext.CarrierRelease(7, 9):            1,
+	}
+	tests := []struct {
+		name     string
+		engine   *Engine
+		wantErr  error
+		wantSent []string
+	}{
+		{name: "AcquireReleaseClose", engine: &Engine{Name: PostgreSQL},
+			wantSent: []string{sqltext.CarrierStart, sqltext.CarrierTry(7, 9, false, key),
+				sqltext.CarrierUnlock(7, 9, false, key), sqltext.CarrierRelease(7, 9)}},
+		{name: "EngineRefuses", engine: crdb, wantErr: ErrUnsupportedEngine},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := &fakePool{engine: tt.engine, rows: rows}
+			mx := NewMux(p, 1, 0, 10*time.Second, nil)
+			ctx := context.Background()
+			l, err := mx.Acquire(ctx, key, &Options{Try: true})
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Fatalf("Acquire = %v; want %v", err, tt.wantErr)
+			}
+			if l != nil {
+				if err := l.Release(ctx); err != nil {
+					t.Errorf("Release = %v", err)
+				}
+			}
+			if err := mx.Close(ctx); err != nil {
+				t.Errorf("Close = %v", err)
+			}
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if !slices.Equal(p.sent, tt.wantSent) {
+				t.Errorf("sent %q; want %q", p.sent, tt.wantSent)
+			}
+			want := min(len(tt.wantSent), 1) // the carrier's, if it opened
+			if p.opened != want || p.closed != want || p.discarded != 0 {
+				t.Errorf("sessions opened %d, closed %d, discarded %d; want %d, %d, 0",
+					p.opened, p.closed, p.discarded, want, want)
+			}
+		})
+	}
+}
