@@ -301,22 +301,23 @@ type carrierLoad struct{ pending, leases int }
 
 // route picks, for a new key, a carrier that holds fewer than per keys
 // over one that holds more, and then the one with the fewest
-// acquisitions under way and of those the one with the fewest leases; it
+// acquisitions under way and of those the one with the fewest leases. It
 // reports whether to open another instead, while fewer than max are open
-// or being opened: when there is none, when every one holds per keys or
-// more, when fewer than spreadCarriers have room (or are being opened)
-// and each has an acquisition under way, or when the first
-// spreadCarriers are not all open yet and each holds a lease. The
-// carriers are load(0) to load(n-1); best is -1 when there is none.
+// or being opened: when none is open and fewer than spreadCarriers are
+// being opened, when every one holds per keys or more, when fewer than
+// spreadCarriers have room (counting those being opened) and each has an
+// acquisition under way, or when the first spreadCarriers are not all
+// open yet and each holds a lease. The carriers are load(0) to
+// load(n-1); best is -1 when there is none.
 //
 // So new keys go to spreadCarriers carriers at a time, whatever max is:
 // more would not take keys faster on a server with few cores, and keys
 // taken together would scatter over many sessions, where the releases
 // that come together could not go together (see [carrier.release]).
-// Measured at 30,000 leases on 30 connections, opening another whenever
-// each was busy spread the keys over all 30, and each release cost 3.5–6
-// times what it costs at 1,000 leases; with the keys on four at a time,
-// 1.1–1.6 times (docs/locker.md).
+// Measured with 10,000 leases on 10 connections, 32 goroutines that each
+// opened one while none was open, or whenever each was busy, spread every
+// 32 keys taken together over 7 to 10 of them, and a release cost 2–6
+// times what it costs at 1,000 leases (docs/locker.md).
 func route(n int, load func(i int) carrierLoad, opening, max, per int) (best int, open bool) {
 	best = -1
 	var b carrierLoad
@@ -339,7 +340,11 @@ func route(n int, load func(i int) carrierLoad, opening, max, per int) (best int
 	switch {
 	case n+opening >= max:
 		return best, false
-	case best < 0, b.leases >= per:
+	case best < 0:
+		// None is open yet: the first few are being opened, and an
+		// acquisition waits for them rather than open one per goroutine.
+		return best, opening < spreadCarriers
+	case b.leases >= per:
 		return best, true
 	case b.pending > 0:
 		return best, roomy < spreadCarriers

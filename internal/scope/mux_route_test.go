@@ -15,6 +15,8 @@ func TestRoute(t *testing.T) {
 	}{
 		{"NoneOpens", nil, 0, 4, -1, true},
 		{"NoneAtMaxWaits", nil, 1, 1, -1, false},
+		{"NoneOpeningOpensFew", nil, 3, 100, -1, true},
+		{"NoneOpeningFourWaits", nil, 4, 100, -1, false},
 		{"IdleEmptyTaken", []carrierLoad{{0, 0}}, 0, 4, 0, false},
 		{"FirstFewSpread", []carrierLoad{{0, 1}}, 0, 4, 0, true},
 		{"SpreadCountsOpening", []carrierLoad{{0, 1}, {0, 1}}, 2, 8, 0, false},
