@@ -316,8 +316,9 @@ type carrierLoad struct{ pending, leases int }
 // that come together could not go together (see [carrier.release]).
 // Measured with 10,000 leases on 10 connections, 32 goroutines that each
 // opened one while none was open, or whenever each was busy, spread every
-// 32 keys taken together over 7 to 10 of them, and a release cost 2–6
-// times what it costs at 1,000 leases (docs/locker.md).
+// 32 keys taken together over 7 to 10 of them; at 10,000 and 30,000
+// leases a release then cost 2–6 times what it costs at 1,000
+// (docs/locker.md).
 func route(n int, load func(i int) carrierLoad, opening, max, per int) (best int, open bool) {
 	best = -1
 	var b carrierLoad
