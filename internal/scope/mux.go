@@ -267,6 +267,7 @@ func (m *Mux) carrier(ctx context.Context) (*carrier, error) {
 			m.mu.Lock()
 			m.opening--
 			if err == nil && m.closed {
+				m.signalLocked()
 				m.mu.Unlock()
 				_ = c.close(context.Background())
 				return nil, FailKind("lease", "", ErrLockerClosed, nil)
@@ -286,9 +287,12 @@ func (m *Mux) carrier(ctx context.Context) (*carrier, error) {
 		}
 		changed := m.changed
 		m.mu.Unlock()
-		// Every carrier is being opened by another acquisition.
+		// The carriers it would take are being opened by other
+		// acquisitions.
 		select {
 		case <-changed:
+		case <-m.closing.Done():
+			return nil, FailKind("lease", "", ErrLockerClosed, nil)
 		case <-ctx.Done():
 			return nil, Fail(ctx, "lease", "", ctx.Err())
 		}
@@ -303,8 +307,9 @@ type carrierLoad struct{ pending, leases int }
 // over one that holds more, and then the one with the fewest
 // acquisitions under way and of those the one with the fewest leases. It
 // reports whether to open another instead, while fewer than max are open
-// or being opened: when none is open and fewer than spreadCarriers are
-// being opened, when every one holds per keys or more, when fewer than
+// or being opened: when none is open, or every one holds per keys or
+// more, and fewer than spreadCarriers are being opened (with as many
+// being opened, best is -1: wait for them), when fewer than
 // spreadCarriers have room (counting those being opened) and each has an
 // acquisition under way, or when the first spreadCarriers are not all
 // open yet and each holds a lease. The carriers are load(0) to
@@ -346,7 +351,12 @@ func route(n int, load func(i int) carrierLoad, opening, max, per int) (best int
 		// acquisition waits for them rather than open one per goroutine.
 		return best, opening < spreadCarriers
 	case b.leases >= per:
-		return best, true
+		// Every one is full: open another, or wait for the few being
+		// opened rather than open one per goroutine.
+		if opening < spreadCarriers {
+			return best, true
+		}
+		return -1, false
 	case b.pending > 0:
 		return best, roomy < spreadCarriers
 	}
@@ -433,6 +443,7 @@ func (m *Mux) Close(ctx context.Context) error {
 	m.mu.Lock()
 	m.closed = true
 	carriers := append([]*carrier(nil), m.carriers...)
+	m.signalLocked() // acquisitions waiting for a carrier to open end
 	m.mu.Unlock()
 	m.close()
 	var errs []error

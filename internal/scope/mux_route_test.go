@@ -27,6 +27,8 @@ func TestRoute(t *testing.T) {
 		{"BusyRoomyCountsOpening", []carrierLoad{{0, full}, {1, 10}, {0, full}, {1, 20}, {2, 30}}, 1, 100, 1, false},
 		{"BusyAtMaxTakesLeastBusy", []carrierLoad{{2, 0}, {1, 9}, {1, 3}}, 0, 3, 2, false},
 		{"FullOpens", []carrierLoad{{0, full}, {0, full}, {0, full + 1}, {0, full}}, 0, 100, 0, true},
+		{"FullOpensFew", []carrierLoad{{0, full}, {0, full}}, 3, 100, 0, true},
+		{"FullFourOpeningWait", []carrierLoad{{0, full}, {0, full}}, 4, 100, -1, false},
 		{"OneRoomyTaken", []carrierLoad{{0, full}, {0, full}, {0, full - 1}, {0, full}}, 0, 100, 2, false},
 		{"RoomyBeforeIdle", []carrierLoad{{0, full}, {1, 10}, {0, full}, {0, full}}, 0, 100, 1, true},
 		{"RoomyBeforeIdleAtMax", []carrierLoad{{0, full}, {1, 10}, {0, full}, {0, full}}, 0, 4, 1, false},

@@ -54,6 +54,7 @@ func (carrierStartRow) Scan(dest ...any) error {
 type fakePool struct {
 	engine *Engine
 	rows   map[string]int64
+	gate   chan struct{} // when set, each OpenSession waits for it to close
 
 	mu        sync.Mutex
 	sent      []string
@@ -68,10 +69,17 @@ func (p *fakePool) record(query string) {
 	p.mu.Unlock()
 }
 
-func (p *fakePool) OpenSession(context.Context) (ScopeSession, error) {
+func (p *fakePool) OpenSession(ctx context.Context) (ScopeSession, error) {
 	p.mu.Lock()
 	p.opened++
 	p.mu.Unlock()
+	if p.gate != nil {
+		select {
+		case <-p.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	return &fakeCarrierSession{p: p, rows: p.rows}, nil
 }
 
@@ -131,5 +139,58 @@ func TestSeamMux(t *testing.T) {
 					p.opened, p.closed, p.discarded, want, want)
 			}
 		})
+	}
+}
+
+// TestMuxCloseEndsWaitForOpening checks that acquisitions waiting for the
+// first carriers being opened end with ErrLockerClosed when Close comes
+// first, even though those carriers then open: a burst of 8 opens 4 and
+// the other 4 wait for them.
+func TestMuxCloseEndsWaitForOpening(t *testing.T) {
+	t.Parallel()
+	p := &fakePool{engine: &Engine{Name: PostgreSQL}, rows: map[string]int64{sqltext.CarrierRelease(7, 9): 1},
+		gate: make(chan struct{})}
+	mx := NewMux(p, 10, 0, 10*time.Second, nil)
+	const n = 8
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			l, err := mx.Acquire(context.Background(), sqltext.Key{Bigint: int64(i)}, &Options{Try: true})
+			if l != nil {
+				err = errors.New("acquired on a closed Mux")
+			}
+			errs <- err
+		}()
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		p.mu.Lock()
+		opened := p.opened
+		p.mu.Unlock()
+		if opened == spreadCarriers {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions opening; want %d", opened, spreadCarriers)
+		}
+	}
+	if err := mx.Close(context.Background()); err != nil {
+		t.Errorf("Close = %v", err)
+	}
+	close(p.gate)
+	stuck := time.After(10 * time.Second)
+	for range n {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, ErrLockerClosed) {
+				t.Errorf("Acquire = %v; want ErrLockerClosed", err)
+			}
+		case <-stuck:
+			t.Fatal("an acquisition still waits 10 s after Close")
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.opened != spreadCarriers || p.closed != spreadCarriers {
+		t.Errorf("sessions opened %d, closed %d; want %d each", p.opened, p.closed, spreadCarriers)
 	}
 }
