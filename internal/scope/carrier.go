@@ -28,8 +28,7 @@ type carrier struct {
 	m         *Mux
 	s         ScopeSession // from the Mux's source
 	pid, mark int64
-	form      sqltext.Form // how a fenced try carries its key: the Mux's
-	phase     int64        // the beat, mod CountEvery, at which it counts: see beat
+	phase     int64 // the beat, mod CountEvery, at which it counts: see beat
 
 	turn chan struct{} // holds a token while a statement is in flight
 	dead chan struct{} // closed when the carrier is lost
@@ -76,7 +75,7 @@ func (m *Mux) openCarrierOnce(ctx context.Context) (*carrier, error) {
 		return nil, Fail(ctx, "connect", "", err)
 	}
 	c := &carrier{
-		m: m, s: s, form: m.form,
+		m: m, s: s,
 		turn: make(chan struct{}, 1), dead: make(chan struct{}),
 		stop: make(chan struct{}), done: make(chan struct{}),
 		leases: map[*MuxLease]struct{}{}, locks: map[lockID]int{},

@@ -346,13 +346,9 @@ func route(n int, load func(i int) carrierLoad, opening, max, per int) (best int
 	switch {
 	case n+opening >= max:
 		return best, false
-	case best < 0:
-		// None is open yet: the first few are being opened, and an
-		// acquisition waits for them rather than open one per goroutine.
-		return best, opening < spreadCarriers
-	case b.leases >= per:
-		// Every one is full: open another, or wait for the few being
-		// opened rather than open one per goroutine.
+	case best < 0, b.leases >= per:
+		// None is open or every one is full: open another, or wait for
+		// the few being opened rather than open one per goroutine.
 		if opening < spreadCarriers {
 			return best, true
 		}

@@ -103,7 +103,7 @@ func (c *carrier) tryOnce(key sqltext.Key, o *Options) (taken bool, token int64,
 	var ours bool
 	err = c.run(func(ctx context.Context) error {
 		if o.Fencing {
-			fenced := sqltext.CarrierTryFenced(c.form, c.pid, c.mark, o.Shared, key)
+			fenced := sqltext.CarrierTryFenced(c.m.form, c.pid, c.mark, o.Shared, key)
 			var t *int64 // NULL when the session is not the carrier's
 			if err := c.s.QueryRow(ctx, fenced.Query, fenced.Args...).Scan(&t); err != nil {
 				return err

@@ -117,7 +117,7 @@ func (c *carrier) unlockMany(ls []*MuxLease) []error {
 	for i, l := range ls {
 		keys[i], shared[i] = l.key, l.shared
 	}
-	stmt := sqltext.CarrierUnlockBatch(c.form, c.pid, c.mark, keys, shared)
+	stmt := sqltext.CarrierUnlockBatch(c.m.form, c.pid, c.mark, keys, shared)
 	answers := make([]int64, len(ls))
 	err := c.run(func(ctx context.Context) error {
 		rows, err := c.s.Query(ctx, stmt.Query, stmt.Args...)
