@@ -202,8 +202,8 @@ func checkPgxSession(ctx context.Context, t *testing.T, conn, other *sql.Conn, k
 // with fresh keys on one connection, in transactions the caller began and
 // in WithXactLock's, pgx holds one prepared statement per kind of call,
 // with the key as a parameter, and lib/pq none. A transaction the caller
-// began sends its key in the text, in the simple protocol, which pgx does
-// not prepare.
+// began sends its key as a parameter too: the library finds its driver
+// under the *sql.Tx.
 func testEntryPointsPreparedStatements(t *testing.T) {
 	pgtest.Each(t, func(t *testing.T, tg pgtest.Target) {
 		t.Parallel()
@@ -227,8 +227,8 @@ func testEntryPointsPreparedStatements(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			// A transaction the caller began sends its key in the text:
-			// database/sql cannot say which driver runs it.
+			// A transaction the caller began sends its key as a
+			// parameter on pgx, the form of the driver under it.
 			tx, err := conn.BeginTx(ctx, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -256,11 +256,15 @@ func testEntryPointsPreparedStatements(t *testing.T) {
 		got := preparedStatements(t, conn)
 		var want []string
 		if tg.Driver != pgtest.DriverPQ {
+			bigint, pair := sqltext.Key{Bigint: 1}, sqltext.Key{Pair: true, A: 1, B: 2}
 			want = []string{
-				"SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_lock($1) END",
-				"SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_lock($1,$2) END",
-				"SELECT 1 WHERE pg_catalog.pg_advisory_unlock($1)",
-				"SELECT 1 WHERE pg_catalog.pg_advisory_unlock($1,$2)",
+				sqltext.TryLockStmt(sqltext.Params, sqltext.Guarded, false, false, bigint).Query,
+				sqltext.TryLockStmt(sqltext.Params, sqltext.Guarded, false, false, pair).Query,
+				sqltext.UnlockStmt(sqltext.Params, false, bigint).Query,
+				sqltext.UnlockStmt(sqltext.Params, false, pair).Query,
+				// The caller's transactions.
+				sqltext.TryLockStmt(sqltext.Params, sqltext.Guarded, true, false, bigint).Query,
+				sqltext.TryLockStmt(sqltext.Params, sqltext.Guarded, true, true, pair).Query,
 				// The engine's probe, once per connection, at its
 				// first lock call.
 				sqltext.EngineProbe,
@@ -276,7 +280,7 @@ func testEntryPointsPreparedStatements(t *testing.T) {
 			got := preparedStatements(t, xconn)
 			// A free key's wait is its try; the connection was probed
 			// at its first lock call.
-			want := []string{"SELECT 1 WHERE CASE WHEN pg_catalog.pg_is_in_recovery() THEN pg_catalog.set_config('lock_timeout', '-1', true) IS NULL WHEN pg_catalog.length(pg_catalog.current_setting('pgadvisory.lease', true)) > 0 THEN pg_catalog.set_config('pgadvisory_shared_session', '', true) IS NULL ELSE pg_catalog.pg_try_advisory_xact_lock($1) END", sqltext.EngineProbe}
+			want := []string{sqltext.TryLockStmt(sqltext.Params, sqltext.Guarded, true, false, sqltext.Key{Bigint: 1}).Query, sqltext.EngineProbe}
 			slices.Sort(want)
 			if !slices.Equal(got, want) {
 				t.Errorf("prepared statements on the transactions' connection:\n got %q\nwant %q", got, want)

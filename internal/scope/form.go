@@ -65,14 +65,24 @@ func DBForm(db *sql.DB) sqltext.Form {
 }
 
 // TxForm returns the form of the statements of a lock call on tx under
-// ctx. database/sql gives no way to ask a *sql.Tx for its driver, so a
-// transaction the caller began gets the Inline form, one round trip on
-// every driver; a transaction a scope began (WithXactLock), when ctx
-// descends from the context the scope gave its fn, gets the scope's form,
-// which the scope knew from its *sql.DB ([DBForm]).
+// ctx: the form of tx's driver. A transaction a scope began
+// (WithXactLock), when ctx descends from the context the scope gave its
+// fn, gets the scope's form, which the scope knew from its *sql.DB
+// ([DBForm]). database/sql gives no way to ask a *sql.Tx for its driver,
+// so a transaction the caller began gets the form of the driver's
+// connection the watchdog finds under it ([txDriverConn]); when that
+// cannot be found, because tx has ended (the statement then fails itself)
+// or this Go release lays database/sql out otherwise, it gets the Inline
+// form, one round trip on every driver.
 func TxForm(ctx context.Context, tx *sql.Tx) sqltext.Form {
-	if s, ok := ctx.Value(xactScopeKey{}).(*xactScope); ok && tx != nil && s.tx == SQLTx(tx) {
+	if tx == nil {
+		return sqltext.Inline
+	}
+	if s, ok := ctx.Value(xactScopeKey{}).(*xactScope); ok && s.tx == SQLTx(tx) {
 		return s.form
+	}
+	if c := txDriverConn(tx); c != nil {
+		return formOf(c)
 	}
 	return sqltext.Inline
 }

@@ -64,8 +64,9 @@ func TestFormWithoutADriverToAsk(t *testing.T) {
 	}
 }
 
-// TestTxForm gives a transaction the caller began the Inline form, and one
-// a scope began, under the scope's context, the scope's form.
+// TestTxForm gives a transaction the caller began the form of its
+// driver's connection (sqlmock's: Inline), and one a scope began, under
+// the scope's context, the scope's form.
 func TestTxForm(t *testing.T) {
 	t.Parallel()
 	db, m, err := sqlmock.New()
