@@ -169,10 +169,11 @@
 // path. On pgx a single key goes as a parameter: pgx prepares each kind of
 // statement once per connection (one round trip more, once) and then runs
 // it without the server parsing it again. A scope's transaction gets the
-// form of its *sql.DB; a transaction the caller began gets the key in the
-// text, which database/sql gives no way to tell the driver of, and which
-// is correct on every driver. No string ever goes into SQL text. See
-// docs/benchmarks.md.
+// form of its *sql.DB; a transaction the caller began gets the form of
+// the driver's connection under it, which the library finds although
+// database/sql gives no way to ask (and, should it not find it, the key
+// in the text, which is correct on every driver). No string ever goes
+// into SQL text. See docs/benchmarks.md.
 //
 // # Errors
 //

@@ -91,7 +91,8 @@ func TestWatchLeavesOtherDriversAlone(t *testing.T) {
 
 // TestTxDriverConn shows that this Go release lays out database/sql's Tx
 // as txDriverConn and txContext expect, so that a caller's transaction
-// on lib/pq is watched: the driver's connection under an open transaction
+// on lib/pq is watched, and one on pgx gets the key as a parameter
+// ([TxForm]): the driver's connection under an open transaction
 // is found, and none under an ended one, and so is the context it began
 // under. When a Go release changes the layout,
 // this test fails instead of the watchdog going quietly missing.

@@ -103,4 +103,16 @@ func TestTxForm(t *testing.T) {
 			t.Errorf("%s: TxForm = %v; want %v", tt.name, got, tt.want)
 		}
 	}
+	// An ended transaction has no driver's connection to ask: Inline,
+	// and the statement fails itself.
+	m.ExpectRollback()
+	if err := other.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if txDriverConn(other) != nil {
+		t.Error("txDriverConn(ended) is not nil")
+	}
+	if got := TxForm(ctx, other); got != sqltext.Inline {
+		t.Errorf("EndedTx: TxForm = %v; want Inline", got)
+	}
 }

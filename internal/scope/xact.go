@@ -20,7 +20,7 @@ import (
 //
 // A scope that began tx on a *sql.DB passes that *sql.DB's form
 // ([DBForm]); one that took over a transaction the caller began passes
-// [TxForm]'s, which is Inline unless the transaction is an outer scope's.
+// [TxForm]'s: an outer scope's form, or that of the driver under tx.
 func Xact(ctx context.Context, tx *sql.Tx, owned bool, key sqltext.Key, fn func(context.Context, *sql.Tx) error, o *Options, f sqltext.Form) error {
 	return XactScope(ctx, SQLTx(tx), owned, key, func(ctx context.Context) error { return fn(ctx, tx) }, o, f)
 }
