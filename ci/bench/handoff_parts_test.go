@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,20 +16,14 @@ import (
 )
 
 // textSide waits with one statement written by hand, through ExecContext,
-// and releases with the plain unlock: stmt's %[1]d is the key.
+// and releases as rawSide does: stmt's %[1]d is the key.
 type textSide struct {
-	conn *sql.Conn
-	key  int64
+	rawSide
 	stmt string
 }
 
 func (s textSide) lock(ctx context.Context) error {
 	_, err := s.conn.ExecContext(ctx, fmt.Sprintf(s.stmt, s.key))
-	return err
-}
-
-func (s textSide) unlock(ctx context.Context) error {
-	_, err := s.conn.ExecContext(ctx, "SELECT pg_catalog.pg_advisory_unlock("+strconv.FormatInt(s.key, 10)+")")
 	return err
 }
 
@@ -67,7 +60,6 @@ func BenchmarkHandoffParts(b *testing.B) {
 	for _, s := range pgtest.Servers(b) {
 		for _, driver := range []string{pgtest.DriverPQ, pgtest.DriverPGX} {
 			b.Run(s.Name+"/"+driver, func(b *testing.B) {
-				ctx := context.Background()
 				obs := s.Open(b, driver)
 				db := s.Open(b, driver)
 				conn := func() *sql.Conn { return pgtest.Conn(b, db) }
@@ -79,22 +71,13 @@ func BenchmarkHandoffParts(b *testing.B) {
 				var vs []*handoffVariant
 				for i, p := range handoffParts {
 					k := base + int64(i)
-					vs = append(vs, variant(p.name, k, rawSide{conn(), k, false}, textSide{conn(), k, p.stmt}))
+					vs = append(vs, variant(p.name, k, rawSide{conn(), k, false}, textSide{rawSide{conn(), k, false}, p.stmt}))
 				}
 				k := base + int64(len(handoffParts))
 				vs = append(vs,
 					variant("library-waiter", k, rawSide{conn(), k, false}, libSide{conn(), advisory.Int64Key(k)}),
 					variant("library", k+1, libSide{conn(), advisory.Int64Key(k + 1)}, libSide{conn(), advisory.Int64Key(k + 1)}))
-				for _, v := range vs {
-					if err := v.holder.lock(ctx); err != nil {
-						b.Fatalf("%s: %v", v.name, err)
-					}
-				}
-				b.Cleanup(func() {
-					for _, v := range vs {
-						_ = v.holder.unlock(context.Background())
-					}
-				})
+				holdAll(b, vs)
 				rng := benchorder.Rand(b)
 				p50 := map[string][]float64{}
 				for range b.N * handoffPartsRepeats {

@@ -189,7 +189,6 @@ func BenchmarkHandoff(b *testing.B) {
 // handoffVariants sets up the variants of one server and driver, each on
 // a key and connections of its own, the holder holding.
 func handoffVariants(b *testing.B, s *pgtest.Server, driver string, rs *redsync.Redsync, rdb *redis.Client) []*handoffVariant {
-	ctx := context.Background()
 	obs := s.Open(b, driver)
 	db := s.Open(b, driver)
 	conn := func() *sql.Conn { return pgtest.Conn(b, db) }
@@ -214,8 +213,16 @@ func handoffVariants(b *testing.B, s *pgtest.Server, driver string, rs *redsync.
 	name := fmt.Sprintf("pgadvisory-bench-%d", base)
 	vs = append(vs, &handoffVariant{name: "redsync", n: 6,
 		holder: redsyncSide{rs.NewMutex(name)}, waiter: redsyncSide{rs.NewMutex(name)}, waiting: randomMoment})
+	holdAll(b, vs)
+	b.Cleanup(func() { _ = rdb.Del(context.Background(), name).Err() })
+	return vs
+}
+
+// holdAll has every variant's holder take its lock, and releases them all
+// at b's cleanup.
+func holdAll(b *testing.B, vs []*handoffVariant) {
 	for _, v := range vs {
-		if err := v.holder.lock(ctx); err != nil {
+		if err := v.holder.lock(context.Background()); err != nil {
 			b.Fatalf("%s: %v", v.name, err)
 		}
 	}
@@ -223,9 +230,7 @@ func handoffVariants(b *testing.B, s *pgtest.Server, driver string, rs *redsync.
 		for _, v := range vs {
 			_ = v.holder.unlock(context.Background())
 		}
-		_ = rdb.Del(context.Background(), name).Err()
 	})
-	return vs
 }
 
 // reportHandoff reports each variant's median p50 as a metric, the
