@@ -58,12 +58,37 @@ func WithXactLock(ctx context.Context, pool *pgxpool.Pool, key advisory.Key, fn 
 	if err != nil {
 		return err
 	}
+	// A scope refused for a stale mark on its backend, before fn ran,
+	// removes the mark through another connection of the pool and begins
+	// again, once, as advisory.WithXactLock does.
+	ran := false
 	k := sqltext.KeyOf(key)
-	tx, err := pool.BeginTx(ctx, txo)
-	if err != nil {
-		return scope.FailBegin(ctx, k.String(), err)
+	once := func() error {
+		tx, err := pool.BeginTx(ctx, txo)
+		if err != nil {
+			return scope.FailBegin(ctx, k.String(), err)
+		}
+		return scope.XactScope(ctx, transaction(tx), true, k, func(ctx context.Context) error {
+			ran = true
+			return fn(ctx, tx)
+		}, &o, sqltext.Params)
 	}
-	return scope.XactScope(ctx, transaction(tx), true, k, func(ctx context.Context) error { return fn(ctx, tx) }, &o, sqltext.Params)
+	err = once()
+	if !ran && scope.RefusedForMark(ctx, err) && healPool(ctx, pool) {
+		err = once()
+	}
+	return err
+}
+
+// healPool removes a stale mark from a backend of pool's: see
+// [scope.HealMark].
+func healPool(ctx context.Context, pool *pgxpool.Pool) bool {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return false
+	}
+	defer conn.Release()
+	return scope.HealMark(ctx, session(conn))
 }
 
 // WithXactLockTx is [WithXactLock] for a transaction the caller has

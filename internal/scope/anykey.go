@@ -37,8 +37,9 @@ func anyGuard(conn *sql.Conn) sqltext.Guard {
 // TryAny tries keys in order on conn and takes an exclusive session lock
 // on the first that is free, in one statement. It returns the key's
 // place in keys, or -1 when every key is taken. A refusal (ErrStandby,
-// ErrSharedSession) takes nothing and keeps the session; any other error
-// discards it, since the statement may have taken a key before it failed.
+// ErrSharedSession) takes nothing and keeps the session, and one for a
+// stale mark removes it and tries again once (see guard.go); any other
+// error discards it, since the statement may have taken a key before it failed.
 func TryAny(ctx context.Context, conn *sql.Conn, keys []sqltext.Key) (int, error) {
 	if conn == nil {
 		return -1, ErrNilConn
@@ -51,9 +52,15 @@ func TryAny(ctx context.Context, conn *sql.Conn, keys []sqltext.Key) (int, error
 	h := DefaultHooks()
 	start := now(h)
 	stmt := sqltext.TryAny(ConnForm(conn), anyGuard(conn), keys)
-	var o int64
-	err := s.QueryRow(ctx, stmt.Query, stmt.Args...).Scan(&o)
-	i, err := answerAny(ctx, s, opTryAny, list, len(keys), o, err, false)
+	try := func() (int, error) {
+		var o int64
+		err := s.QueryRow(ctx, stmt.Query, stmt.Args...).Scan(&o)
+		return answerAny(ctx, s, opTryAny, list, len(keys), o, err, false)
+	}
+	i, err := try()
+	if refusedForMark(ctx, err) && healMark(ctx, s) {
+		i, err = try()
+	}
 	observeAny(ctx, h, opTryAny, keys, start, i, err)
 	return i, err
 }
@@ -78,12 +85,18 @@ func WaitAny(ctx context.Context, conn *sql.Conn, keys []sqltext.Key, d time.Dur
 	start := now(h)
 	ms := int64((d + time.Millisecond - 1) / time.Millisecond)
 	stmt := sqltext.WaitAny(ConnForm(conn), anyGuard(conn), keys, ms)
-	var (
-		restored string
-		o        int64
-	)
-	err := s.QueryRow(ctx, stmt.Query, stmt.Args...).Scan(&restored, &o)
-	i, err := answerAny(ctx, s, opWaitAny, list, len(keys), o, err, true)
+	wait := func() (int, error) {
+		var (
+			restored string
+			o        int64
+		)
+		err := s.QueryRow(ctx, stmt.Query, stmt.Args...).Scan(&restored, &o)
+		return answerAny(ctx, s, opWaitAny, list, len(keys), o, err, true)
+	}
+	i, err := wait()
+	if refusedForMark(ctx, err) && healMark(ctx, s) {
+		i, err = wait()
+	}
 	observeAny(ctx, h, opWaitAny, keys, start, i, err)
 	return i, err
 }

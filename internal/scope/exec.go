@@ -58,7 +58,8 @@ func detachedContext(ctx context.Context) (context.Context, context.CancelFunc) 
 
 // Acquire sends stmt, which takes keys on s as operation op, and reports
 // whether a try took them. On any error the session is discarded, since a
-// grant may have raced the failure.
+// grant may have raced the failure; a refusal took nothing, and one for a
+// stale mark removes it and tries again once (see guard.go).
 func Acquire(ctx context.Context, s Session, op string, keys []sqltext.Key, stmt sqltext.Stmt) (bool, error) {
 	return AcquireWith(ctx, DefaultHooks(), s, op, keys, stmt)
 }
@@ -73,6 +74,9 @@ func AcquireWith(ctx context.Context, h Hooks, s Session, op string, keys []sqlt
 	}
 	start := now(h)
 	n, err := run(ctx, s, stmt.Query, stmt.Args...)
+	if SQLState(err) == sqltext.SharedState && ctx.Err() == nil && healMark(ctx, s) {
+		n, err = run(ctx, s, stmt.Query, stmt.Args...)
+	}
 	acquired := false
 	if err != nil {
 		if refusal(err) == nil || ctx.Err() != nil {

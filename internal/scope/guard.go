@@ -96,6 +96,53 @@ func refusal(err error) error {
 	return nil
 }
 
+// A backend may bear a stale mark: a lease's release that failed after
+// its unlock ran leaves the mark, and behind a transaction pooler that
+// backend goes back to the pool (see [sqltext.ClearStaleMark]). A call
+// refused for a mark therefore asks the server to remove a stale one, and
+// tries once more if it did: the refusal and the statement run only on
+// that rare path, and a live lease's mark, which sits beside its lock,
+// stays.
+
+// healMark removes a stale mark from s's backend, within
+// [reclaimTimeout], and reports whether there was one.
+func healMark(ctx context.Context, s Querier) bool {
+	ctx, cancel := context.WithTimeout(ctx, reclaimTimeout)
+	defer cancel()
+	n, err := run(ctx, s, sqltext.ClearStaleMark)
+	return err == nil && n == 1
+}
+
+// HealMark is [healMark], for a front end whose transaction scope was
+// refused for a mark (see [RefusedForMark]): s is a session of the
+// scope's pool, taken once the scope's transaction has ended.
+func HealMark(ctx context.Context, s Querier) bool { return healMark(ctx, s) }
+
+// RefusedForMark reports whether err, a lock call's failure, is a refusal
+// for a mark on its session, after which [HealMark] may let the call go
+// on, while ctx goes on.
+func RefusedForMark(ctx context.Context, err error) bool { return refusedForMark(ctx, err) }
+
+// healPool removes a stale mark from a backend of p's, through a
+// connection of its own, as a transaction scope refused for a mark does
+// once its transaction has ended: behind a transaction pooler, which
+// hands out the backend freed last, the statement lands on the one that
+// refused. It reports whether there was one.
+func healPool(ctx context.Context, p Pool) bool {
+	conn, err := p.Conn(ctx)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	return healMark(ctx, SQLConn(conn))
+}
+
+// refusedForMark reports whether err is a lock call's refusal for a mark
+// on its session, after which healing may let the call go on.
+func refusedForMark(ctx context.Context, err error) bool {
+	return ctx.Err() == nil && errors.Is(err, errForeignMark)
+}
+
 // errForeignMark is the cause of ErrSharedSession when a lock call found another
 // lease's mark on its session.
 var errForeignMark = errors.New("the session bears the mark of a lease that another client holds on it")

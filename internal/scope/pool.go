@@ -43,8 +43,24 @@ func (p DBPool) BeginTx(ctx context.Context, conn *sql.Conn, opts *sql.TxOptions
 // WithXact is the whole of a transaction scope that begins its own
 // transaction, as advisory.WithXactLock: it begins one on p as o says
 // ([BeginTx]), and runs [Xact] on it, in the form p's driver runs
-// fastest.
+// fastest. A scope refused for a stale mark on its backend, before fn
+// ran, removes the mark through another connection of p's and begins
+// again, once (see guard.go).
 func WithXact(ctx context.Context, p Pool, key sqltext.Key, fn func(context.Context, *sql.Tx) error, o *Options) error {
+	ran := false
+	once := func(ctx context.Context, tx *sql.Tx) error {
+		ran = true
+		return fn(ctx, tx)
+	}
+	err := withXact(ctx, p, key, once, o)
+	if !ran && refusedForMark(ctx, err) && healPool(ctx, p) {
+		err = withXact(ctx, p, key, once, o)
+	}
+	return err
+}
+
+// withXact is one try of [WithXact].
+func withXact(ctx context.Context, p Pool, key sqltext.Key, fn func(context.Context, *sql.Tx) error, o *Options) error {
 	tx, end, err := BeginTx(ctx, p, o.TxOpts)
 	if err != nil {
 		return FailBegin(ctx, key.String(), err)

@@ -15,13 +15,17 @@ import (
 // waited for in slices (see [waitInSlices]). Every statement refuses where
 // the lock would not be real (see guard.go). On an error after which the
 // session may hold a lock it did not report, the session is discarded; a
-// wait that ran out holds nothing, and keeps it.
+// wait that ran out holds nothing, and keeps it. A call refused for a
+// stale mark removes it, and tries again once (see guard.go).
 func Take(ctx context.Context, h Hooks, s Session, op string, keys []sqltext.Key, o *Options, f sqltext.Form) (bool, error) {
 	if s == nil {
 		return false, ErrNilConn
 	}
 	start := time.Now()
 	acquired, err := take(ctx, s, op, keys, o, f, start)
+	if refusedForMark(ctx, err) && healMark(ctx, s) {
+		acquired, err = take(ctx, s, op, keys, o, f, start)
+	}
 	if h != nil {
 		// A copy, so that keys stays on the caller's stack when nothing
 		// is observed.

@@ -112,7 +112,7 @@ func (w *xactWait) refused(ctx context.Context, begin, op string, err error) err
 	if endErr != nil {
 		return Fail(ctx, op, KeyList(w.keys), endErr)
 	}
-	return refusedError{FailKind(op, KeyList(w.keys), refusal(err), nil)}
+	return refusedError{FailWait(ctx, op, KeyList(w.keys), err)}
 }
 
 // settings reads the session's settings. After a slice ran out, which left

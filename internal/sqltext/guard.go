@@ -110,3 +110,30 @@ const trySuffix = " END"
 // session, so that the session can serve other callers once the lease has
 // ended.
 const ClearMark = "pg_catalog.set_config('" + markSetting + "', '', false)"
+
+// ClearStaleMark is the statement that removes a mark that no lease holds
+// any more, so that the backend serves other callers again. A mark is
+// live only beside its lease's lock: a lease's backend holds the lease's
+// key from before its mark is set until after it is removed, and a
+// Locker's carrier is a session of its own. So a backend that bears a
+// mark and holds no advisory lock at all bears a stale one, which the
+// statement removes, affecting one row; elsewhere it does nothing, and
+// affects none:
+//
+//	SELECT 1 WHERE CASE WHEN pg_catalog.length(pg_catalog.current_setting(
+//	'pgadvisory.lease', true)) > 0 AND NOT EXISTS (SELECT 1 FROM
+//	pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid =
+//	pg_catalog.pg_backend_pid()) THEN pg_catalog.set_config(
+//	'pgadvisory.lease', '', false) IS NOT NULL ELSE false END
+//
+// A mark goes stale when the statement that releases a lease fails after
+// its unlock ran: a session lock's release is not undone with the failed
+// statement, but the removal of the mark is. Behind a transaction
+// pooler such a backend goes back to the pool, where it refuses every
+// guarded call that lands on it, until the pooler closes it. A call
+// refused for a mark sends this statement, and tries again once when it
+// removed one (see internal/scope's guard.go). Its scan of pg_locks runs
+// only then, never on a call that is not refused.
+const ClearStaleMark = "SELECT 1 WHERE CASE WHEN " + marked +
+	" AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = pg_catalog.pg_backend_pid())" +
+	" THEN " + ClearMark + " IS NOT NULL ELSE false END"

@@ -121,6 +121,7 @@ var builders = []struct {
 	}},
 	{"XactSliceStmt", func(v variant) string { return sqltext.XactSliceStmt(v.form, v.shared, 1000, v.keys[0]).Query }},
 	{"ClearMark", func(variant) string { return "SELECT " + sqltext.ClearMark }},
+	{"ClearStaleMark", func(variant) string { return sqltext.ClearStaleMark }},
 	{"CreateSchema", func(variant) string { return sqltext.CreateSchema }},
 	{"SchemaExists", func(variant) string { return sqltext.SchemaExists }},
 	{"TablesNamed", func(variant) string { return sqltext.TablesNamed }},
