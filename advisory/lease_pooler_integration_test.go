@@ -15,6 +15,7 @@ import (
 
 	"github.com/pgadvisory/pgadvisory/advisory"
 	"github.com/pgadvisory/pgadvisory/internal/scope"
+	"github.com/pgadvisory/pgadvisory/internal/sqltext"
 	"github.com/pgadvisory/pgadvisory/pgtest"
 )
 
@@ -241,6 +242,38 @@ func poolerMarks(t *testing.T, db *sql.DB, pool int) []string {
 	return marks
 }
 
+// poolerClearStale sends, on every backend of a pool of size pool behind
+// db, the statement that a lock call refused for a mark sends
+// ([sqltext.ClearStaleMark]), and returns how many marks it cleared:
+// those that sat beside no advisory lock, which the first lock call
+// that lands on their backend clears.
+func poolerClearStale(t *testing.T, db *sql.DB, pool int) int {
+	t.Helper()
+	ctx := context.Background()
+	cleared := 0
+	var txs []*sql.Tx
+	defer func() {
+		for _, tx := range txs {
+			_ = tx.Commit()
+		}
+	}()
+	for range pool {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		txs = append(txs, tx)
+		res, err := tx.ExecContext(ctx, sqltext.ClearStaleMark)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 1 {
+			cleared++
+		}
+	}
+	return cleared
+}
+
 // awaitKeysFree waits until none of keys is held on the server that
 // direct connects to, and reports those still held after PollTimeout, or
 // after a second when brief.
@@ -301,8 +334,10 @@ func poolerNoise(db *sql.DB, clients int, stop <-chan struct{}) *sync.WaitGroup 
 // else on the pooler (Quiet), then while other clients keep its backends
 // changing hands (Busy). No rival may hold the key while the holder
 // believes it holds it, in either phase. After each phase the test counts
-// the keys left held and the marked backends and logs them, for
-// docs/leases.md: it does not require none, since a loss for want of an
+// the keys left held and the marked backends, and how many of those marks
+// are stale (beside no advisory lock, so that the first lock call refused
+// there clears them), and logs them, for docs/leases.md: it does not
+// require none, since a loss for want of an
 // answer, or a lease refused at its start whose tries to undo its lock
 // all land on other backends, can leave a lock and a mark on a pooled
 // backend (see "Through a transaction pooler" there), on a loaded machine
@@ -356,6 +391,8 @@ func testLeasePooler(t *testing.T) {
 						}
 						if len(marks) > 0 {
 							report("%s: after every lease was released: %d pooled backends bear a lease's mark: %v", load, len(marks), marks)
+							stale := poolerClearStale(t, dbA, pool)
+							t.Logf("%s: %d of the %d marks sat beside no advisory lock: stale, cleared by the first lock call refused there", load, stale, len(marks))
 						}
 					}
 				})
