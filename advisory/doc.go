@@ -91,9 +91,12 @@
 // second each ([WaitSlice]) bounded by lock_timeout, because a statement
 // that waits keeps its snapshot for as long as it waits, and holds back
 // VACUUM and CREATE INDEX CONCURRENTLY for the whole database meanwhile. A
-// slice takes the key as a transaction lock first, so that one that runs
-// out holds nothing. Waiters keep their turn in the server's queue while
-// their waits are shorter than a slice.
+// slice for one session lock waits for the lock itself and does nothing
+// after the grant, so a freed key reaches it as fast as it reaches a plain
+// pg_advisory_lock; one that runs out is followed by a read of pg_locks,
+// since the server may have granted the key as the slice ran out. Waiters
+// keep their turn in the server's queue while their waits are shorter than
+// a slice.
 // docs/waiting.md says what a wait costs the server, and what each call
 // does.
 //

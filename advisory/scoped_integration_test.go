@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -222,8 +223,11 @@ func testScopedBasics(t *testing.T) {
 						if !errors.Is(err, advisory.ErrLockTimeout) {
 							t.Fatalf("%s(Timeout) on a held key = %v; want ErrLockTimeout", sc.helper, err)
 						}
-						if code := pgSQLState(err); code != "55P03" {
-							t.Errorf("driver error SQLSTATE %q; want 55P03 reachable with errors.As", code)
+						// The server's 55P03 is reachable, unless the try
+						// and the settings took the whole bound, on a
+						// loaded machine, and no slice was sent.
+						if code := pgSQLState(err); code != "55P03" && !strings.Contains(err.Error(), "Wait ran out") {
+							t.Errorf("driver error SQLSTATE %q in %v; want 55P03 reachable with errors.As", code, err)
 						}
 						sc.afterAcquireError(t, tg.DB, db, pid)
 						// The next user of the pool sees no lock_timeout.

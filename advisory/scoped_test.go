@@ -80,6 +80,7 @@ func TestScopedWaitRunsOut(t *testing.T) {
 			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, false, false, key)).WithoutArgs().WillReturnResult(rows(0))
 			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
 			m.ExpectExec(sessionSlice(false, 150, key)).WithoutArgs().WillReturnError(errRanOut)
+			expectNotHeldHere(m, false, key)
 		}, call: func(ctx context.Context, db *sql.DB, called *bool) error {
 			return advisory.WithSessionLock(ctx, db, k42, func(context.Context, *sql.Conn) error { *called = true; return nil }, timeout)
 		}},

@@ -33,6 +33,7 @@ func TestSessionIntegration(t *testing.T) {
 	t.Run("CancelledWaitEndsOnServer", testSessionCancelledWaitEndsOnServer)
 	t.Run("PgxPoolDiscard", testSessionPgxPoolDiscard)
 	t.Run("PooledConnKeepsLock", testSessionPooledConnKeepsLock)
+	t.Run("WaitInBlock", testSessionWaitInBlock)
 }
 
 func testSessionStacking(t *testing.T) {

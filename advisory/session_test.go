@@ -335,6 +335,10 @@ func TestLockWaitsInSlices(t *testing.T) {
 				m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
 			}
 			m.ExpectExec(sessionSlice(tt.shared, 1100, tt.keys...)).WithoutArgs().WillReturnError(errRanOut)
+			if len(tt.keys) == 1 {
+				// A slice for one key that ran out may hold it.
+				expectNotHeldHere(m, tt.shared, tt.keys[0])
+			}
 			if tt.try == "" {
 				m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
 			}
@@ -363,12 +367,11 @@ func TestLockWaitRunsOutKeepsTheSession(t *testing.T) {
 		settings  *sqlmock.Rows
 		slices    []int         // the slices sent after the settings, each of which runs out
 		firstWait time.Duration // how long the server lets the first of them wait
-		prev      int64         // the lock_timeout, in ms, each slice puts back
 	}{
 		// The settings come before the first slice, which waits for what
 		// is left of the session's lock_timeout, shorter than a slice:
 		// the last.
-		{name: "LockTimeoutBoundsTheFirstSlice", settings: waitSettingsRows("100ms", "0", "1s"), slices: []int{100}, prev: 100},
+		{name: "LockTimeoutBoundsTheFirstSlice", settings: waitSettingsRows("100ms", "0", "1s"), slices: []int{100}},
 		// The first slice waits nine tenths of the statement_timeout, and
 		// the slice after it what is left: the last, whose running out
 		// ends the wait with the driver's error.
@@ -382,11 +385,12 @@ func TestLockWaitRunsOutKeepsTheSession(t *testing.T) {
 			m.ExpectExec(sqltext.TryLock(sqltext.Guarded, false, false, key)).WithoutArgs().WillReturnResult(rows(0))
 			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(tt.settings)
 			for i, ms := range tt.slices {
-				e := m.ExpectExec(sqltext.SessionSliceStmt(sqltext.Inline, sqltext.Guarded, false, int64(ms), tt.prev, key).Query).WithoutArgs()
+				e := m.ExpectExec(sqltext.DirectSliceStmt(sqltext.Inline, sqltext.Guarded, false, int64(ms), key).Query).WithoutArgs()
 				if i == 0 {
 					e.WillDelayFor(tt.firstWait)
 				}
 				e.WillReturnError(errRanOut)
+				expectNotHeldHere(m, false, key)
 			}
 			err := advisory.Lock(context.Background(), conn, k42)
 			if !errors.Is(err, advisory.ErrLockTimeout) || !errors.Is(err, errRanOut) {
@@ -398,6 +402,74 @@ func TestLockWaitRunsOutKeepsTheSession(t *testing.T) {
 			}
 			if err := conn.PingContext(context.Background()); err != nil {
 				t.Fatalf("conn discarded after a wait that ran out: %v", err)
+			}
+		})
+	}
+}
+
+// TestLockSliceThatRanOut: a slice for one key waits for the session lock
+// itself, and a lock_timeout that fires as the lock is granted fails the
+// statement with the lock held; so the check that follows a slice that ran
+// out decides. Held: the wait took the key, and returns nil. Not held: the
+// wait goes on. The check failed: the session is in doubt, and discarded.
+// In a transaction block, a slice takes the key as a transaction lock
+// first and puts the bound back, and holds nothing when it runs out.
+func TestLockSliceThatRanOut(t *testing.T) {
+	t.Parallel()
+	key := sqltext.KeyOf(k42)
+	try := sqltext.TryLock(sqltext.Guarded, false, false, key)
+	slice := sessionSlice(false, 1100, key)
+	held := sqltext.HeldHere(sqltext.Inline, false, key).Query
+	errCheck := errors.New("driver: the check failed")
+	inBlock := func() *sqlmock.Rows {
+		return sqlmock.NewRows([]string{"lock_timeout", "statement_timeout", "deadlock_timeout", "in_block"}).AddRow("0", "0", "1s", true)
+	}
+	tests := []struct {
+		name      string
+		expect    func(m sqlmock.Sqlmock)
+		wantErr   error // nil for the lock
+		discarded bool
+	}{
+		{"GrantedAsItRanOut", func(m sqlmock.Sqlmock) {
+			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+			m.ExpectExec(slice).WithoutArgs().WillReturnError(errRanOut)
+			m.ExpectExec(held).WithoutArgs().WillReturnResult(rows(1))
+		}, nil, false},
+		{"NotGranted", func(m sqlmock.Sqlmock) {
+			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+			m.ExpectExec(slice).WithoutArgs().WillReturnError(errRanOut)
+			m.ExpectExec(held).WithoutArgs().WillReturnResult(rows(0))
+			m.ExpectExec(slice).WithoutArgs().WillReturnResult(rows(1))
+		}, nil, false},
+		{"CheckFails", func(m sqlmock.Sqlmock) {
+			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(defaultSettings())
+			m.ExpectExec(slice).WithoutArgs().WillReturnError(errRanOut)
+			m.ExpectExec(held).WithoutArgs().WillReturnError(errCheck)
+			m.ExpectClose()
+		}, errCheck, true},
+		{"InATransactionBlock", func(m sqlmock.Sqlmock) {
+			m.ExpectQuery(sqltext.WaitSettings).WillReturnRows(inBlock())
+			blockSlice := sqltext.SessionSliceStmt(sqltext.Inline, sqltext.Guarded, false, 1100, 0, key).Query
+			m.ExpectExec(blockSlice).WithoutArgs().WillReturnError(errRanOut)
+			m.ExpectExec(blockSlice).WithoutArgs().WillReturnResult(rows(1))
+		}, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			conn, m := mockConn(t)
+			m.ExpectExec(try).WithoutArgs().WillReturnResult(rows(0))
+			tt.expect(m)
+			err := advisory.Lock(context.Background(), conn, k42)
+			switch {
+			case tt.wantErr == nil && err != nil:
+				t.Fatalf("got %v; want the lock", err)
+			case tt.wantErr != nil && !errors.Is(err, tt.wantErr):
+				t.Fatalf("got %v; want %v", err, tt.wantErr)
+			}
+			ping := conn.PingContext(context.Background())
+			if tt.discarded != errors.Is(ping, sql.ErrConnDone) {
+				t.Errorf("discarded = %v (ping: %v); want %v", !tt.discarded, ping, tt.discarded)
 			}
 		})
 	}

@@ -48,8 +48,8 @@ func TestWithSessionLock(t *testing.T) {
 		{name: "Timeout", opts: []advisory.LockOption{advisory.Wait(250 * time.Millisecond)}, busy: true,
 			lockSQL: sessionSliceSQL(false, "42", 250), affected: 1,
 			unlockSQL: releaseSQL("pg_catalog.pg_advisory_unlock(42)"), released: 1, fnCalled: true},
-		// A slice that runs out holds nothing: the session goes back to
-		// the pool.
+		// A slice that runs out, and the check after it, find nothing
+		// held: the session goes back to the pool.
 		{name: "TimeoutExpires", opts: []advisory.LockOption{advisory.Wait(time.Second)}, busy: true,
 			lockSQL:    sessionSliceSQL(false, "42", 1000),
 			lockFailed: &sqlState{"55P03", "canceling statement due to lock timeout"},
@@ -71,6 +71,10 @@ func TestWithSessionLock(t *testing.T) {
 			e := m.ExpectExec(tt.lockSQL).WithoutArgs()
 			if tt.lockFailed != nil {
 				e.WillReturnError(tt.lockFailed)
+				if tt.busy {
+					// A slice that ran out may hold the key.
+					expectNotHeldHere(m, false, sliceKey("42"))
+				}
 			} else {
 				e.WillReturnResult(rows(tt.affected))
 			}

@@ -27,6 +27,12 @@ import (
 // control's leaks are logged, to show that the race is reached: they are
 // too rare to assert (8 of about 3,000 slices that ran out, on a quiet
 // machine).
+//
+// A slice for one key on a session with no transaction block open waits
+// for the session lock itself (sqltext.DirectSliceStmt), and a grant as
+// it runs out leaves the lock held, as the control does; the check that
+// the wait sends after a slice that ran out (sqltext.HeldHere) must say
+// so every time, and say nothing is held every other time.
 
 // raceSliceMS is the bound of every slice the race sends, in milliseconds.
 const raceSliceMS = 3
@@ -42,6 +48,7 @@ const raceRounds = 1500
 type sliceRacer struct {
 	name           string
 	slice          sqltext.Stmt // one slice, on key
+	check          sqltext.Stmt // sent after a slice that ran out, if any: it tells whether the slice left key held
 	key            int64
 	holder, waiter *sql.Conn
 	delay          time.Duration // from the slice's send to the release
@@ -81,6 +88,15 @@ func (r *sliceRacer) round(t *testing.T) {
 	default:
 		t.Fatalf("%s: slice: %v", r.name, err)
 	}
+	says := -1 // the check's answer
+	if err != nil && r.check.Query != "" {
+		res, err := r.waiter.ExecContext(ctx, r.check.Query, r.check.Args...)
+		if err != nil {
+			t.Fatalf("%s: check: %v", r.name, err)
+		}
+		n, _ := res.RowsAffected()
+		says = int(n)
+	}
 	var held int
 	var lockTimeout string
 	if err := r.waiter.QueryRowContext(ctx, "SELECT pg_catalog.count(*), pg_catalog.current_setting('lock_timeout') "+
@@ -90,6 +106,9 @@ func (r *sliceRacer) round(t *testing.T) {
 	}
 	if lockTimeout != "0" {
 		t.Fatalf("%s: the slice left lock_timeout = %s on its session", r.name, lockTimeout)
+	}
+	if says >= 0 && (says > 0) != (held > 0) {
+		t.Fatalf("%s: the check after a slice that ran out says %d, and the session holds %d locks", r.name, says, held)
 	}
 	switch {
 	case err != nil && held > 0:
@@ -117,9 +136,13 @@ func TestSliceRunOutRaceIntegration(t *testing.T) {
 		keys := newPGKeys()
 		key, key2 := sqltext.KeyOf(keys.next()).Bigint, sqltext.KeyOf(keys.next()).Bigint
 		conn := func() *sql.Conn { return pgtest.Conn(t, tg.DB) }
+		key3 := sqltext.KeyOf(keys.next()).Bigint
 		racers := []*sliceRacer{
 			{name: "slice", key: key, holder: conn(), waiter: conn(),
 				slice: sqltext.SessionSliceStmt(form, sqltext.Guarded, false, raceSliceMS, 0, sqltext.Key{Bigint: key})},
+			{name: "direct", key: key3, holder: conn(), waiter: conn(),
+				slice: sqltext.DirectSliceStmt(form, sqltext.Guarded, false, raceSliceMS, sqltext.Key{Bigint: key3}),
+				check: sqltext.HeldHere(form, false, sqltext.Key{Bigint: key3})},
 			{name: "control", key: key2, holder: conn(), waiter: conn(),
 				slice: sqltext.Plain("SELECT pg_catalog.set_config('lock_timeout', '" + strconv.Itoa(raceSliceMS) + "', true), " +
 					"pg_catalog.pg_advisory_xact_lock(" + strconv.FormatInt(key2, 10) + "), " +
@@ -136,6 +159,10 @@ func TestSliceRunOutRaceIntegration(t *testing.T) {
 		for _, r := range racers {
 			t.Logf("%s: %d of %d slices ran out, %d of them left a lock held", r.name, r.ranOut, raceRounds, r.leaked)
 		}
+		// The direct slice's lock, granted as its lock_timeout fired,
+		// stays with the failed statement: the check after it found each
+		// one (the round fails otherwise), and the wait takes it as its
+		// lock.
 		if r := racers[0]; r.leaked > 0 {
 			t.Errorf("%d of the library's %d slices that ran out left a lock held; want none", r.leaked, r.ranOut)
 		}

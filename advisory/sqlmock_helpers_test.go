@@ -141,21 +141,28 @@ func boundSQL(bound, lock string) string {
 }
 
 // sessionSliceSQL is a slice of a wait for an exclusive session lock, or a
-// shared one, on one key, written as its lock functions' arguments ("42"):
-// it takes the key as a transaction lock, waiting at most ms milliseconds,
-// then as a session lock, and puts back the session's lock_timeout of 0.
+// shared one, on one key, written as its lock functions' arguments ("42"),
+// on a session with no transaction block open: it waits for the session
+// lock itself, at most ms milliseconds.
 func sessionSliceSQL(shared bool, key string, ms int) string {
-	return sqltext.SessionSliceStmt(sqltext.Inline, sqltext.Guarded, shared, int64(ms), 0, sliceKey(key)).Query
+	return sqltext.DirectSliceStmt(sqltext.Inline, sqltext.Guarded, shared, int64(ms), sliceKey(key)).Query
 }
 
 // sessionSlice is a slice of a wait for session locks on keys, guarded,
-// as the library sends it on a session whose lock_timeout is 0: for one
-// key the statement of SessionSliceStmt, for several SessionSlice's.
+// as the library sends it on a session with no transaction block open:
+// for one key the statement of DirectSliceStmt, for several
+// SessionSlice's.
 func sessionSlice(shared bool, ms int64, keys ...sqltext.Key) string {
 	if len(keys) == 1 {
-		return sqltext.SessionSliceStmt(sqltext.Inline, sqltext.Guarded, shared, ms, 0, keys[0]).Query
+		return sqltext.DirectSliceStmt(sqltext.Inline, sqltext.Guarded, shared, ms, keys[0]).Query
 	}
 	return sqltext.SessionSlice(sqltext.Guarded, shared, ms, keys...)
+}
+
+// expectNotHeldHere expects the check that follows a slice for key that
+// ran out, and answers that the session does not hold it.
+func expectNotHeldHere(m sqlmock.Sqlmock, shared bool, key sqltext.Key) {
+	m.ExpectExec(sqltext.HeldHere(sqltext.Inline, shared, key).Query).WithoutArgs().WillReturnResult(sqlmock.NewResult(0, 0))
 }
 
 // sliceKey parses a key written as its lock functions' arguments: "42" or
@@ -204,17 +211,19 @@ func inSavepointSQL(again bool, slice string) string {
 	return begin + slice + "; RELEASE SAVEPOINT pgadvisory_wait"
 }
 
-// waitSettingsSQL is the query that reads the settings that bound a wait:
-// for one key right after the try that found it busy, for several after
-// the first slice that ran out.
+// waitSettingsSQL is the query that reads the settings that bound a wait,
+// and whether a transaction block is open: for one key right after the
+// try that found it busy, for several after the first slice that ran out.
 const waitSettingsSQL = "SELECT pg_catalog.current_setting('lock_timeout'), " +
-	"pg_catalog.current_setting('statement_timeout'), pg_catalog.current_setting('deadlock_timeout')"
+	"pg_catalog.current_setting('statement_timeout'), pg_catalog.current_setting('deadlock_timeout'), " +
+	"pg_catalog.statement_timestamp() <> pg_catalog.transaction_timestamp()"
 
 // waitSettingsRows answers waitSettingsSQL with the session's
 // lock_timeout, statement_timeout and deadlock_timeout, as
-// current_setting shows them ("0", "500ms", "1s").
+// current_setting shows them ("0", "500ms", "1s"), on a session with no
+// transaction block open.
 func waitSettingsRows(lock, statement, deadlock string) *sqlmock.Rows {
-	return sqlmock.NewRows([]string{"lock_timeout", "statement_timeout", "deadlock_timeout"}).AddRow(lock, statement, deadlock)
+	return sqlmock.NewRows([]string{"lock_timeout", "statement_timeout", "deadlock_timeout", "in_block"}).AddRow(lock, statement, deadlock, false)
 }
 
 // releaseSQL is the statement that ends a session scope on a connection

@@ -48,7 +48,8 @@ func handSide(conn *pgxpool.Conn, k int64) handoffSide {
 }
 
 // sliceSide waits with text, the statement of a slice of pgxlock's wait
-// (read from pg_prepared_statements), sent by hand with a bound of bound
+// (read from pg_prepared_statements: the slice of a session with no
+// transaction block open), sent by hand with a bound of bound
 // milliseconds, and unlocks as handSide does: what pgxlock's wait costs on
 // the server, without pgxlock's Go.
 func sliceSide(conn *pgxpool.Conn, k int64, text, bound string) handoffSide {
@@ -144,7 +145,7 @@ func BenchmarkHandoffVsHand(b *testing.B) {
 				}
 				// The first slice of a wait with the default slice and
 				// deadlock_timeout is 1.1 s long.
-				slice := preparedText(b, libWaiter, "pg_advisory_xact_lock")
+				slice := preparedText(b, libWaiter, "pg_advisory_lock")
 				b.Logf("pgxlock's slice: %q", slice)
 				vs = append(vs, &handoffVariant{name: "hand-slice", key: base + 2,
 					holder: handSide(acquire(b, pool), base+2), waiter: sliceSide(acquire(b, pool), base+2, slice, "1100")})

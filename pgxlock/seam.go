@@ -214,3 +214,15 @@ func rowsAffected(tag pgconn.CommandTag, err error) (int64, error) {
 	}
 	return tag.RowsAffected(), nil
 }
+
+// InBlock reports whether a transaction block is open on the connection,
+// from the status the server gave in its last ReadyForQuery, so that a
+// wait knows which form of slice to send without asking the server.
+func (c *pgxConn) InBlock() (in, known bool) {
+	return (*pgx.Conn)(c).PgConn().TxStatus() != 'I', true
+}
+
+// InBlock is [pgxConn.InBlock] on the pooled connection.
+func (c *poolConn) InBlock() (in, known bool) {
+	return (*pgxpool.Conn)(c).Conn().PgConn().TxStatus() != 'I', true
+}

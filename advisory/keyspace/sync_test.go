@@ -185,7 +185,7 @@ func TestSyncErrors(t *testing.T) {
 			// Answered after the 1ms lock_timeout has passed, so that no
 			// slice is left.
 			m.ExpectQuery(sqltext.WaitSettings).WillDelayFor(2 * time.Millisecond).WillReturnRows(
-				sqlmock.NewRows([]string{"lock_timeout", "statement_timeout", "deadlock_timeout"}).AddRow("1ms", "0", "1s"))
+				sqlmock.NewRows([]string{"lock_timeout", "statement_timeout", "deadlock_timeout", "in_block"}).AddRow("1ms", "0", "1s", true))
 			m.ExpectRollback()
 		}, wantErr: advisory.ErrLockTimeout, wantMsg: "the session's lock_timeout ran out"},
 		{name: "ProbeFails", expect: func(m sqlmock.Sqlmock) {

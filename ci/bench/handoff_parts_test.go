@@ -30,8 +30,10 @@ func (s textSide) lock(ctx context.Context) error {
 // handoffParts are the waits BenchmarkHandoffParts sets side by side: the
 // blocking statement twice (the second, on connections of its own, shows
 // the noise between two identical variants), then the parts of the
-// library's slice for one session key (sqltext.SessionSliceStmt), one
-// more at a time.
+// slice for one session key in a transaction block
+// (sqltext.SessionSliceStmt), one more at a time, and last the slice of a
+// session with no transaction block open (sqltext.DirectSliceStmt), which
+// does nothing after the grant.
 var handoffParts = []struct{ name, stmt string }{
 	{"raw", "SELECT pg_catalog.pg_advisory_lock(%[1]d)"},
 	{"raw-again", "SELECT pg_catalog.pg_advisory_lock(%[1]d)"},
@@ -39,6 +41,7 @@ var handoffParts = []struct{ name, stmt string }{
 	{"bound+xact+session", "SELECT pg_catalog.set_config('lock_timeout', '1100', true), pg_catalog.pg_advisory_xact_lock(%[1]d), pg_catalog.pg_advisory_lock(%[1]d)"},
 	{"bound+xact+sleep+session", "SELECT pg_catalog.set_config('lock_timeout', '1100', true), pg_catalog.pg_advisory_xact_lock(%[1]d), pg_catalog.pg_sleep(0), pg_catalog.pg_advisory_lock(%[1]d)"},
 	{"slice", strings.ReplaceAll(sqltext.SessionSliceStmt(sqltext.Inline, sqltext.Guarded, false, 1100, 0, sqltext.Key{Bigint: 4242}).Query, "4242", "%[1]d")},
+	{"direct-slice", strings.ReplaceAll(sqltext.DirectSliceStmt(sqltext.Inline, sqltext.Guarded, false, 1100, sqltext.Key{Bigint: 4242}).Query, "4242", "%[1]d")},
 }
 
 // handoffPartsRepeats and handoffPartsPerRepeat size BenchmarkHandoffParts.

@@ -413,7 +413,7 @@ func (m *Mux) await(ctx context.Context, key sqltext.Key, o *Options, op string,
 		}
 		w := waitInSlices(ctx, start, &wo, op, key.String(), true,
 			func(ctx context.Context) (waitSettings, error) { return readWaitSettings(ctx, s) },
-			func(ctx context.Context, _ int, ms, _ int64) error {
+			func(ctx context.Context, _ int, ms int64, _ waitSettings) error {
 				stmt := sqltext.XactSliceStmt(m.form, o.Shared, ms, key)
 				_, err := run(ctx, s, stmt.Query, stmt.Args...)
 				return err

@@ -28,7 +28,10 @@ import "context"
 // statement on a server that stops answering (lib/pq's watchdog), ending
 // a session for good instead of pooling it, and knowing which engine
 // serves a session, once per server session (once per pool for a Mux).
-// A statement the driver never sent, since the session had died before
+// A session may also say whether a transaction block is open on it
+// ([blockTeller], inblock.go), which pgx's sessions do from the status the
+// server last reported; a wait then needs no answer of the server's for
+// it. A statement the driver never sent, since the session had died before
 // it, is an error matching database/sql/driver.ErrBadConn ([isBadConn]),
 // which a Mux tries on another session.
 //

@@ -56,17 +56,24 @@ func take(ctx context.Context, s Session, op string, keys []sqltext.Key, o *Opti
 		}
 	}
 	w := waitInSlices(ctx, start, o, op, KeyList(keys), len(keys) == 1,
-		func(ctx context.Context) (waitSettings, error) { return readWaitSettings(ctx, s) },
-		func(ctx context.Context, _ int, ms, lockTimeout int64) error {
+		func(ctx context.Context) (waitSettings, error) { return sessionWaitSettings(ctx, s) },
+		func(ctx context.Context, _ int, ms int64, set waitSettings) error {
 			var stmt sqltext.Stmt
-			if len(keys) == 1 {
-				stmt = sqltext.SessionSliceStmt(f, g, o.Shared, ms, lockTimeout, keys[0])
-			} else {
+			direct := len(keys) == 1 && !set.inBlock
+			switch {
+			case direct:
+				stmt = sqltext.DirectSliceStmt(f, g, o.Shared, ms, keys[0])
+			case len(keys) == 1:
+				stmt = sqltext.SessionSliceStmt(f, g, o.Shared, ms, set.lock.Milliseconds(), keys[0])
+			default:
 				stmt = sqltext.Plain(sqltext.SessionSlice(g, o.Shared, ms, keys...))
 			}
 			_, err := run(ctx, s, stmt.Query, stmt.Args...)
-			if refusal(err) != nil && ctx.Err() == nil {
+			switch {
+			case refusal(err) != nil && ctx.Err() == nil:
 				return refusedError{FailWait(ctx, op, KeyList(keys), err)}
+			case direct && SQLState(err) == "55P03" && ctx.Err() == nil:
+				return grantedAsRanOut(ctx, s, f, o.Shared, keys[0], err)
 			}
 			return err
 		})
@@ -74,4 +81,22 @@ func take(ctx context.Context, s Session, op string, keys []sqltext.Key, o *Opti
 		s.Discard()
 	}
 	return w.err == nil, w.err
+}
+
+// grantedAsRanOut follows a direct slice for key on s that ran out with
+// err (see [sqltext.DirectSliceStmt]): the server may have granted the
+// lock as lock_timeout fired, and the failed statement keeps it. It
+// returns nil when s holds key, so that the wait reports it taken; err
+// when it does not; and the check's own failure, which leaves the session
+// in doubt, when it cannot tell.
+func grantedAsRanOut(ctx context.Context, s Session, f sqltext.Form, shared bool, key sqltext.Key, err error) error {
+	held := sqltext.HeldHere(f, shared, key)
+	n, checkErr := run(ctx, s, held.Query, held.Args...)
+	switch {
+	case checkErr != nil:
+		return checkErr
+	case n > 0:
+		return nil
+	}
+	return err
 }

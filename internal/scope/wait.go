@@ -29,18 +29,20 @@ const DefaultSlice = time.Second
 // or statement_timeout, counted from its start, as a single statement's
 // wait would have: with ErrLockTimeout.
 
-// waitSettings are the session's settings that bound a wait; zero is none.
+// waitSettings are the session's settings that bound a wait, zero for
+// none, and whether a transaction block is open on it.
 type waitSettings struct {
 	lock, statement, deadlock time.Duration
+	inBlock                   bool
 }
 
 // readWaitSettings reads the settings that bound a wait on q's session.
 func readWaitSettings(ctx context.Context, q Querier) (waitSettings, error) {
 	var lock, statement, deadlock string
-	if err := q.QueryRow(ctx, sqltext.WaitSettings).Scan(&lock, &statement, &deadlock); err != nil {
+	var s waitSettings
+	if err := q.QueryRow(ctx, sqltext.WaitSettings).Scan(&lock, &statement, &deadlock, &s.inBlock); err != nil {
 		return waitSettings{}, err
 	}
-	var s waitSettings
 	var errs [3]error
 	s.lock, errs[0] = parseMillis(lock)
 	s.statement, errs[1] = parseMillis(statement)
@@ -154,9 +156,10 @@ type waitOutcome struct {
 }
 
 // sliceFunc runs slice n of a wait, of ms milliseconds, and returns its
-// error. lockTimeout is the session's lock_timeout in milliseconds, which
-// a slice puts back, once the settings are read (0 before).
-type sliceFunc func(ctx context.Context, n int, ms, lockTimeout int64) error
+// error. set are the session's settings, once they are read (zero
+// before): its lock_timeout, which a slice in a transaction block puts
+// back, and whether one is open.
+type sliceFunc func(ctx context.Context, n int, ms int64, set waitSettings) error
 
 // waitInSlices runs the slices of a wait that started at start until one
 // takes the keys, the wait's bound runs out, or a slice fails otherwise.
@@ -171,7 +174,7 @@ type sliceFunc func(ctx context.Context, n int, ms, lockTimeout int64) error
 func waitInSlices(ctx context.Context, start time.Time, o *Options, op, keys string, settingsFirst bool, settings func(context.Context) (waitSettings, error), slice sliceFunc) waitOutcome {
 	p := firstSlicer(start, o)
 	var ranOut error // the last slice's error, when it ran out
-	var lockTimeout int64
+	var set waitSettings
 	for n := 0; ; n++ {
 		if n == 0 && settingsFirst || n == 1 && !settingsFirst {
 			s, err := settings(ctx)
@@ -179,7 +182,7 @@ func waitInSlices(ctx context.Context, start time.Time, o *Options, op, keys str
 				return waitOutcome{err: Fail(ctx, op, keys, err), doubt: true}
 			}
 			p = p.withSettings(start, s)
-			lockTimeout = s.lock.Milliseconds()
+			set = s
 		}
 		now := time.Now()
 		if n == 0 && !settingsFirst {
@@ -202,7 +205,7 @@ func waitInSlices(ctx context.Context, start time.Time, o *Options, op, keys str
 			}
 			return waitOutcome{err: FailKind(op, keys, ErrLockTimeout, cause)}
 		}
-		err := slice(ctx, n, ms, lockTimeout)
+		err := slice(ctx, n, ms, set)
 		var refused refusedError
 		switch {
 		case err == nil:

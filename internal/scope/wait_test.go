@@ -197,7 +197,7 @@ func (f *fakeWait) readSettings(context.Context) (waitSettings, error) {
 	return f.s, f.err
 }
 
-func (f *fakeWait) slice(_ context.Context, n int, ms, _ int64) error {
+func (f *fakeWait) slice(_ context.Context, n int, ms int64, _ waitSettings) error {
 	if n != len(f.ms) {
 		panic("slices out of order")
 	}

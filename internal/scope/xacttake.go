@@ -72,10 +72,10 @@ func (w *xactWait) take(ctx context.Context, op string, f sqltext.Form, start ti
 		}
 	}
 	out := waitInSlices(ctx, start, w.o, op, KeyList(w.keys), len(w.keys) == 1, w.settings,
-		func(ctx context.Context, n int, ms, lockTimeout int64) error {
+		func(ctx context.Context, n int, ms int64, set waitSettings) error {
 			var slice string
 			if len(w.keys) == 1 {
-				slice = sqltext.GuardedXactKeySlice(g, w.o.Shared, ms, lockTimeout, w.keys[0])
+				slice = sqltext.GuardedXactKeySlice(g, w.o.Shared, ms, set.lock.Milliseconds(), w.keys[0])
 			} else {
 				slice = sqltext.GuardedXactSlice(g, w.o.Shared, ms, w.keys...)
 			}

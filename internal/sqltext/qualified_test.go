@@ -112,6 +112,10 @@ var builders = []struct {
 	{"SessionSliceStmt", func(v variant) string {
 		return sqltext.SessionSliceStmt(v.form, v.guard(), v.shared, 1000, 0, v.keys[0]).Query
 	}},
+	{"DirectSliceStmt", func(v variant) string {
+		return sqltext.DirectSliceStmt(v.form, v.guard(), v.shared, 1000, v.keys[0]).Query
+	}},
+	{"HeldHere", func(v variant) string { return sqltext.HeldHere(v.form, v.shared, v.keys[0]).Query }},
 	{"GuardedXactSlice", func(v variant) string { return sqltext.GuardedXactSlice(v.guard(), v.shared, 1000, v.keys...) }},
 	{"GuardedXactKeySlice", func(v variant) string {
 		return sqltext.GuardedXactKeySlice(v.guard(), v.shared, 1000, 0, v.keys[0])

@@ -16,9 +16,70 @@ import "strconv"
 // statement, and the transaction locks end with it.
 
 // WaitSettings returns one row: the session's lock_timeout,
-// statement_timeout and deadlock_timeout, as current_setting shows them.
+// statement_timeout and deadlock_timeout, as current_setting shows them,
+// and whether a transaction block is open on the session, which a
+// statement outside one, its own transaction, sees by its start being its
+// transaction's.
 const WaitSettings = "SELECT pg_catalog.current_setting('lock_timeout'), " +
-	"pg_catalog.current_setting('statement_timeout'), pg_catalog.current_setting('deadlock_timeout')"
+	"pg_catalog.current_setting('statement_timeout'), pg_catalog.current_setting('deadlock_timeout'), " +
+	"pg_catalog.statement_timestamp() <> pg_catalog.transaction_timestamp()"
+
+// DirectSliceStmt returns one slice of a wait for a session lock on key,
+// on a session with no transaction block open, in form f: it waits at
+// most ms milliseconds for the session lock itself, then fails with
+// SQLSTATE 55P03:
+//
+//	SELECT pg_catalog.set_config('lock_timeout', '1000', true), CASE WHEN
+//	... END, pg_catalog.pg_advisory_lock(42)
+//
+// One select list, which runs left to right: the bound, the guard (see
+// [SessionSlice]), and the wait, the last thing the server does before it
+// answers. Outside a transaction block the statement is its own
+// transaction, so the bound ends with it and needs no putting back; any
+// work after the grant, even that one call, measurably slows the handoff
+// of a freed key. The price is the race that [SessionSliceStmt] closes: a
+// lock_timeout that fires as the lock is granted fails the statement
+// with the lock held, since a session lock outlives a failed statement.
+// So a slice that fails with 55P03 is followed by [HeldHere], which tells
+// whether it holds the key after all; a session that waits does not hold
+// it before, since its own locks never make it wait.
+//
+// In the Params form the bound is $1 and the key $2 (or $2 and $3).
+func DirectSliceStmt(f Form, g Guard, shared bool, ms int64, key Key) Stmt {
+	if f != Params {
+		return Plain(directSlice(g, shared, quoted(ms), "("+key.args()+")"))
+	}
+	texts := directSliceTexts[b2i(shared)]
+	if g != Guarded {
+		texts = [2]string{directSlice(g, shared, "$1", sliceParamArgs[0]), directSlice(g, shared, "$1", sliceParamArgs[1])}
+	}
+	return sliceParams(texts, ms, key)
+}
+
+// directSlice renders [DirectSliceStmt]'s statement from SQL of its bound
+// and the key's argument list.
+func directSlice(g Guard, shared bool, bound, args string) string {
+	return "SELECT pg_catalog.set_config('lock_timeout', " + bound + ", true), " + check(g) + ", " +
+		fn("pg_advisory", false, shared) + args
+}
+
+// HeldHere returns the statement that tells whether the session holds key
+// in mode: it affects one row if so, and none otherwise. It follows a
+// [DirectSliceStmt] that ran out, whose lock may have been granted as it
+// did. In the Params form, classid and objid are $1 and $2, as in
+// [LeaseStart]:
+//
+//	SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid =
+//	pg_catalog.pg_backend_pid() AND classid = ... AND granted
+func HeldHere(f Form, shared bool, key Key) Stmt {
+	const pid = "pg_catalog.pg_backend_pid()"
+	const prefix = "SELECT 1 FROM pg_catalog.pg_locks WHERE "
+	if f != Params {
+		return Plain(prefix + heldBy(pid, shared, key))
+	}
+	c, o, _ := key.tag()
+	return Stmt{Query: prefix + heldAs(pid, shared, key, "$1", "$2"), Args: []any{int64(c), int64(o)}}
+}
 
 // SessionSlice returns one slice of a wait for session locks on keys, in
 // the order given: it waits at most ms milliseconds, then fails with
@@ -252,6 +313,7 @@ func sliceParams(texts [2]string, ms int64, key Key) Stmt {
 var (
 	sessionSliceTexts [2][2]string
 	xactSliceTexts    [2][2]string
+	directSliceTexts  [2][2]string
 )
 
 // sliceParamPrefix begins every slice statement of the Params form.
@@ -267,6 +329,7 @@ func init() {
 		sessionSliceTexts[shared] = keySliceTexts(Guarded, shared == 1)
 		for pair, args := range sliceParamArgs {
 			xactSliceTexts[shared][pair] = sliceParamPrefix + fn("pg_advisory", true, shared == 1) + args + " OFFSET 0) AS t"
+			directSliceTexts[shared][pair] = directSlice(Guarded, shared == 1, "$1", args)
 		}
 	}
 }

@@ -65,6 +65,18 @@ func TestWaitStatements(t *testing.T) {
 		{"SessionSliceInlineShared", sqltext.SessionSliceStmt(sqltext.Inline, sqltext.Guarded, true, 1100, 0, p).Query,
 			"SELECT pg_catalog.set_config('lock_timeout', '1100', true), " + check +
 				"pg_catalog.pg_advisory_xact_lock_shared(1,-2), pg_catalog.pg_sleep(0), pg_catalog.set_config('lock_timeout', '0', true), pg_catalog.pg_advisory_lock_shared(1,-2)"},
+		{"DirectSliceInline", sqltext.DirectSliceStmt(sqltext.Inline, sqltext.Guarded, false, 1100, k).Query,
+			"SELECT pg_catalog.set_config('lock_timeout', '1100', true), " + check + "pg_catalog.pg_advisory_lock(42)"},
+		{"DirectSliceParamsShared", sqltext.DirectSliceStmt(sqltext.Params, sqltext.Guarded, true, 1100, p).Query,
+			"SELECT pg_catalog.set_config('lock_timeout', $1, true), " + check + "pg_catalog.pg_advisory_lock_shared($2,$3)"},
+		{"DirectSliceOwnMarkParams", sqltext.DirectSliceStmt(sqltext.Params, sqltext.OwnMark(8177), false, 1100, k).Query,
+			"SELECT pg_catalog.set_config('lock_timeout', $1, true), " + ownCheck + "pg_catalog.pg_advisory_lock($2)"},
+		{"HeldHereInline", sqltext.HeldHere(sqltext.Inline, false, k).Query,
+			"SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = pg_catalog.pg_backend_pid() AND " +
+				"classid = 0::pg_catalog.int8::pg_catalog.oid AND objid = 42::pg_catalog.int8::pg_catalog.oid AND objsubid = 1 AND mode = 'ExclusiveLock' AND granted"},
+		{"HeldHereParamsShared", sqltext.HeldHere(sqltext.Params, true, p).Query,
+			"SELECT 1 FROM pg_catalog.pg_locks WHERE locktype = 'advisory' AND pid = pg_catalog.pg_backend_pid() AND " +
+				"classid = $1::pg_catalog.int8::pg_catalog.oid AND objid = $2::pg_catalog.int8::pg_catalog.oid AND objsubid = 2 AND mode = 'ShareLock' AND granted"},
 		{"InSavepoint", sqltext.InSavepoint(false, "SELECT 1"),
 			"SAVEPOINT pgadvisory_wait; SELECT 1; RELEASE SAVEPOINT pgadvisory_wait"},
 		{"InSavepointAgain", sqltext.InSavepoint(true, "SELECT 1"),

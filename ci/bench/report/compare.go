@@ -43,9 +43,10 @@ func bestOf(vs map[string][]float64, names []string, most bool) ([]float64, stri
 }
 
 // handoffTable renders BenchmarkHandoff in e: per server and driver, the
-// median p50 of the forms by hand and of the library, the library's p50
-// over the best form by hand of each repeat, polling's and redsync's, and
-// the library's p99 over all its handoffs.
+// median p50 of the forms by hand, of the library and of the library's
+// waiter released by the plain unlock, their p50 over the best form by
+// hand of each repeat, polling's and redsync's, and the library's p99
+// over all its handoffs.
 func handoffTable(e *env) string {
 	groups := figureGroups(e, "handoff")
 	if len(groups) == 0 {
@@ -56,13 +57,18 @@ func handoffTable(e *env) string {
 		vs := e.figures.Figures["handoff"][g]
 		best, _ := bestOf(vs, []string{"raw", "raw-param"}, false)
 		p99 := e.figures.Figures["handoff-p99"][g]
+		waiter, waiterRatio := "—", "—"
+		if len(vs["library-waiter"]) > 0 {
+			waiter, waiterRatio = micros(median(vs["library-waiter"])), spread(ratios(vs["library-waiter"], best))
+		}
 		rows = append(rows, []string{g,
-			micros(median(vs["raw"])), micros(median(vs["raw-param"])), micros(median(vs["library"])),
-			spread(ratios(vs["library"], best)), spread(ratios(vs["polling"], best)), spread(ratios(vs["redsync"], best)),
+			micros(median(vs["raw"])), micros(median(vs["raw-param"])), micros(median(vs["library"])), waiter,
+			spread(ratios(vs["library"], best)), waiterRatio, spread(ratios(vs["polling"], best)), spread(ratios(vs["redsync"], best)),
 			micros(median(p99["raw"])), micros(median(p99["library"])),
 		})
 	}
-	return table([]string{"server/driver", "`raw` p50", "`raw-param` p50", "library p50", "library ÷ best by hand", "polling ÷ best", "redsync ÷ best", "`raw` p99", "library p99"}, rows)
+	return table([]string{"server/driver", "`raw` p50", "`raw-param` p50", "library p50", "`library-waiter` p50", "library ÷ best by hand",
+		"`library-waiter` ÷ best", "polling ÷ best", "redsync ÷ best", "`raw` p99", "library p99"}, rows)
 }
 
 // throughputTables renders BenchmarkXactThroughput in e: per server and
