@@ -213,32 +213,46 @@ func poolerRun(t *testing.T, h poolerHolder, r poolerRival, key advisory.Key, db
 	}
 }
 
-// poolerMarks returns the lease marks on every backend of a pool of size
-// pool behind db: pool transactions open at once each pin a backend.
-func poolerMarks(t *testing.T, db *sql.DB, pool int) []string {
+// onEveryBackend runs f in a transaction on every backend of a pool of
+// size pool behind db: pool transactions open at once each pin a backend.
+// They end together, committed when commit is set and rolled back
+// otherwise.
+func onEveryBackend(t *testing.T, db *sql.DB, pool int, commit bool, f func(tx *sql.Tx)) {
 	t.Helper()
-	ctx := context.Background()
-	var marks []string
 	var txs []*sql.Tx
 	defer func() {
 		for _, tx := range txs {
-			_ = tx.Rollback()
+			if commit {
+				_ = tx.Commit()
+			} else {
+				_ = tx.Rollback()
+			}
 		}
 	}()
 	for range pool {
-		tx, err := db.BeginTx(ctx, nil)
+		tx, err := db.BeginTx(context.Background(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		txs = append(txs, tx)
+		f(tx)
+	}
+}
+
+// poolerMarks returns the lease marks on every backend of a pool of size
+// pool behind db.
+func poolerMarks(t *testing.T, db *sql.DB, pool int) []string {
+	t.Helper()
+	var marks []string
+	onEveryBackend(t, db, pool, false, func(tx *sql.Tx) {
 		var mark sql.NullString
-		if err := tx.QueryRowContext(ctx, "SELECT pg_catalog.current_setting('pgadvisory.lease', true)").Scan(&mark); err != nil {
+		if err := tx.QueryRowContext(context.Background(), "SELECT pg_catalog.current_setting('pgadvisory.lease', true)").Scan(&mark); err != nil {
 			t.Fatal(err)
 		}
 		if mark.String != "" {
 			marks = append(marks, mark.String)
 		}
-	}
+	})
 	return marks
 }
 
@@ -249,28 +263,16 @@ func poolerMarks(t *testing.T, db *sql.DB, pool int) []string {
 // that lands on their backend clears.
 func poolerClearStale(t *testing.T, db *sql.DB, pool int) int {
 	t.Helper()
-	ctx := context.Background()
 	cleared := 0
-	var txs []*sql.Tx
-	defer func() {
-		for _, tx := range txs {
-			_ = tx.Commit()
-		}
-	}()
-	for range pool {
-		tx, err := db.BeginTx(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		txs = append(txs, tx)
-		res, err := tx.ExecContext(ctx, sqltext.ClearStaleMark)
+	onEveryBackend(t, db, pool, true, func(tx *sql.Tx) {
+		res, err := tx.ExecContext(context.Background(), sqltext.ClearStaleMark)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if n, err := res.RowsAffected(); err == nil && n == 1 {
 			cleared++
 		}
-	}
+	})
 	return cleared
 }
 
