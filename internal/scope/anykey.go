@@ -57,10 +57,7 @@ func TryAny(ctx context.Context, conn *sql.Conn, keys []sqltext.Key) (int, error
 		err := s.QueryRow(ctx, stmt.Query, stmt.Args...).Scan(&o)
 		return answerAny(ctx, s, opTryAny, list, len(keys), o, err, false)
 	}
-	i, err := try()
-	if refusedForMark(ctx, err) && healMark(ctx, s) {
-		i, err = try()
-	}
+	i, err := healed(ctx, s, try)
 	observeAny(ctx, h, opTryAny, keys, start, i, err)
 	return i, err
 }
@@ -93,10 +90,7 @@ func WaitAny(ctx context.Context, conn *sql.Conn, keys []sqltext.Key, d time.Dur
 		err := s.QueryRow(ctx, stmt.Query, stmt.Args...).Scan(&restored, &o)
 		return answerAny(ctx, s, opWaitAny, list, len(keys), o, err, true)
 	}
-	i, err := wait()
-	if refusedForMark(ctx, err) && healMark(ctx, s) {
-		i, err = wait()
-	}
+	i, err := healed(ctx, s, wait)
 	observeAny(ctx, h, opWaitAny, keys, start, i, err)
 	return i, err
 }

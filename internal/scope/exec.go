@@ -73,10 +73,7 @@ func AcquireWith(ctx context.Context, h Hooks, s Session, op string, keys []sqlt
 		return false, err
 	}
 	start := now(h)
-	n, err := run(ctx, s, stmt.Query, stmt.Args...)
-	if SQLState(err) == sqltext.SharedState && ctx.Err() == nil && healMark(ctx, s) {
-		n, err = run(ctx, s, stmt.Query, stmt.Args...)
-	}
+	n, err := healed(ctx, s, func() (int64, error) { return run(ctx, s, stmt.Query, stmt.Args...) })
 	acquired := false
 	if err != nil {
 		if refusal(err) == nil || ctx.Err() != nil {

@@ -138,9 +138,21 @@ func healPool(ctx context.Context, p Pool) bool {
 }
 
 // refusedForMark reports whether err is a lock call's refusal for a mark
-// on its session, after which healing may let the call go on.
+// on its session, after which healing may let the call go on: the
+// server's error (SQLSTATE [sqltext.SharedState]), or the call's own that
+// reports it.
 func refusedForMark(ctx context.Context, err error) bool {
-	return ctx.Err() == nil && errors.Is(err, errForeignMark)
+	return ctx.Err() == nil && (errors.Is(err, errForeignMark) || SQLState(err) == sqltext.SharedState)
+}
+
+// healed runs try, a lock call on s's session; when it is refused for a
+// mark that [healMark] then finds stale and removes, it runs try once more.
+func healed[T any](ctx context.Context, s Querier, try func() (T, error)) (T, error) {
+	v, err := try()
+	if refusedForMark(ctx, err) && healMark(ctx, s) {
+		v, err = try()
+	}
+	return v, err
 }
 
 // errForeignMark is the cause of ErrSharedSession when a lock call found another

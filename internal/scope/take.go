@@ -22,10 +22,7 @@ func Take(ctx context.Context, h Hooks, s Session, op string, keys []sqltext.Key
 		return false, ErrNilConn
 	}
 	start := time.Now()
-	acquired, err := take(ctx, s, op, keys, o, f, start)
-	if refusedForMark(ctx, err) && healMark(ctx, s) {
-		acquired, err = take(ctx, s, op, keys, o, f, start)
-	}
+	acquired, err := healed(ctx, s, func() (bool, error) { return take(ctx, s, op, keys, o, f, start) })
 	if h != nil {
 		// A copy, so that keys stays on the caller's stack when nothing
 		// is observed.
