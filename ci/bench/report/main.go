@@ -228,7 +228,7 @@ func goalsTable(r *results) string {
 		{"allocations, `TryXactLock`, fresh keys, ≤ 2 more", allocs("TryXactLock", "ours-freshkey")},
 		{"8-client throughput ≥ 0.97× the best by hand", throughputBest},
 		{"handoff p50 ≤ 1.05× the best by hand (`Unlock`, then `Lock`'s wait)", handoffBest("library")},
-		{"the same, `library-waiter`: the library's wait, released by `raw`'s unlock", handoffBest("library-waiter")},
+		{"the same, `library-waiter`: the library's wait, released by the faster unlock by hand", handoffBest("library-waiter")},
 		{"middleware, one client (mean request) ≤ 1.03×", middleware("middleware-1")},
 		{"middleware, 8 clients ≤ 1.03×", middleware("middleware-8")},
 	}
