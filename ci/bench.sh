@@ -17,6 +17,9 @@
 #     TryXactLock against SELECT 1 and every form by hand, on one
 #     connection; WithXactLock against the same transaction by hand; the
 #     forms of the library's own statements), 5 runs;
+#   - pgxlock: its benchmarks against pgx by hand (...VsHand: the lock
+#     calls, the transaction scope against pgx.BeginFunc, 8-client
+#     throughput beside pgbench, and the handoff), 7 repeats each;
 #
 # then, once, advisory's sequential lock benchmarks (round trips and
 # allocations per call, in Docker) and BenchmarkOverhead in advisory and
@@ -128,6 +131,8 @@ suite() {
 	) || failed=1
 	echo "== $env: advisory: interleaved lock benchmarks"
 	step "$out/$env/advisory.txt" go test -run '^$' -bench Interleaved -benchtime=1000x -count=5 -timeout 90m "$@" ./advisory/
+	echo "== $env: pgxlock against pgx by hand"
+	step "$out/$env/pgxlock.txt" go test -run '^$' -bench VsHand -benchtime=1x -timeout 60m -v "$@" ./pgxlock/
 }
 
 for env in $envs; do

@@ -78,6 +78,8 @@ func funcs(r *results, root string) template.FuncMap {
 		"middleware":  func(e string) string { return middlewareTable(envOf(e)) },
 		"waitorder":   func(e string) string { return waitOrderTable(envOf(e)) },
 		"generic":     func(prefix, e string) string { return genericTable(envOf(e), prefix) },
+		"pgxgoals":    func() string { return pgxGoalsTable(r) },
+		"pgx":         func(e string) string { return pgxTables(envOf(e)) },
 	}
 }
 

@@ -126,14 +126,17 @@ func readLoad(path string) ([]float64, error) {
 	return out, nil
 }
 
-// env is what one environment's run left: ci/bench's figures, and the
-// output of advisory's interleaved and sequential benchmarks.
+// env is what one environment's run left: ci/bench's figures, the
+// output of advisory's interleaved and sequential benchmarks, and that of
+// pgxlock's benchmarks against pgx by hand with the tables they logged.
 type env struct {
 	name        string
 	figures     figures
 	compare     benchFile // ci/bench's output
 	interleaved benchFile
 	sequential  benchFile
+	pgx         benchFile
+	pgxLogs     []pgxLog
 }
 
 // results are everything the suite left in its results directory.
@@ -170,6 +173,12 @@ func readResults(dir string) (*results, error) {
 			return nil, err
 		}
 		if e.sequential, err = readBench(filepath.Join(d, "sequential.txt")); err != nil {
+			return nil, err
+		}
+		if e.pgx, err = readBench(filepath.Join(d, "pgxlock.txt")); err != nil {
+			return nil, err
+		}
+		if e.pgxLogs, err = readPgxLogs(filepath.Join(d, "pgxlock.txt")); err != nil {
 			return nil, err
 		}
 		r.envs = append(r.envs, e)

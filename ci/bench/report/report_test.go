@@ -108,3 +108,46 @@ func TestSortGroups(t *testing.T) {
 		t.Errorf("sorted: %s", got)
 	}
 }
+
+// TestPgx reads pgxlock's benchmark output as go test -v writes it: the
+// logged tables with the messages that introduce them, and the metrics
+// the targets are made from.
+func TestPgx(t *testing.T) {
+	t.Parallel()
+	out := `goos: linux
+pkg: github.com/pgadvisory/pgadvisory/pgxlock
+BenchmarkCallsVsHand/pg15/TryXactLock-2         	       1	 9000 ns/op	         1.021 pgxlock/hand-same	         2.000 pgxlock-allocs-over-hand-same
+    calls_bench_test.go:330: pgxlock's statement: ["SELECT 1"]
+    calls_bench_test.go:274: pg15 TryXactLock in a pgx.Tx: 7 repeats; load average 0.5 0.4 0.3:
+        | variant | per call (p50) |
+        |---|---|
+        | pgxlock | 80.1 µs |
+BenchmarkXactScopeVsHand/pg15-2         	       1	 9000 ns/op	         1.041 pgxlock/BeginFunc-hand-same
+BenchmarkXactThroughputVsHand/pg15-2    	       1	 9000 ns/op	         0.990 pgxlock/BeginFunc-hand-same	         0.960 pgxlock/BeginFunc-hand-select
+PASS
+`
+	dir := t.TempDir()
+	path := filepath.Join(dir, "pgxlock.txt")
+	if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs, err := readPgxLogs(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []pgxLog{{"pg15 TryXactLock in a pgx.Tx: 7 repeats; load average 0.5 0.4 0.3",
+		"| variant | per call (p50) |\n|---|---|\n| pgxlock | 80.1 µs |\n"}}
+	if !slices.Equal(logs, want) {
+		t.Errorf("readPgxLogs = %q, want %q", logs, want)
+	}
+	e := &env{name: "docker", pgxLogs: logs}
+	if e.pgx, err = readBench(path); err != nil {
+		t.Fatal(err)
+	}
+	goals := pgxGoalsTable(&results{envs: []*env{e}})
+	for _, s := range []string{"docker pg15", "1.021, met", "+2, met", "**1.041, not met**", "**0.960, not met**"} {
+		if !strings.Contains(goals, s) {
+			t.Errorf("pgxGoalsTable lacks %q:\n%s", s, goals)
+		}
+	}
+}
