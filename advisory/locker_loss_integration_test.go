@@ -157,8 +157,10 @@ func testLockerChaos(t *testing.T) {
 		var (
 			done                    atomic.Int64
 			accepted, refused, lost atomic.Int64
-			tokens                  sync.Map // every token handed out
-			inside                  sync.Map // key → the lease in its critical section
+			failed                  atomic.Int64 // acquisitions that failed as allowed
+			lastFailure             atomic.Value // the last of them, for a run with nothing to prove
+			tokens                  sync.Map     // every token handed out
+			inside                  sync.Map     // key → the lease in its critical section
 		)
 		var overlapped sync.Map // leases another lease found inside
 		var wg sync.WaitGroup
@@ -182,6 +184,8 @@ func testLockerChaos(t *testing.T) {
 						if !errors.Is(err, advisory.ErrNotAcquired) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, advisory.ErrLockLost) && pgSQLState(err) != "57P01" {
 							t.Errorf("worker %d: Acquire: %v", w, err)
 						}
+						failed.Add(1)
+						lastFailure.Store(err.Error())
 						continue
 					}
 					if _, dup := tokens.LoadOrStore(l.Token(), true); dup {
@@ -256,7 +260,8 @@ func testLockerChaos(t *testing.T) {
 		}
 		pgRequireNoAppLocks(t, tg.DB, app)
 		if accepted.Load() == 0 || terminated == 0 {
-			t.Fatalf("nothing to prove: %d writes accepted, %d backends terminated", accepted.Load(), terminated)
+			t.Fatalf("nothing to prove: %d writes accepted, %d backends terminated; %d of %d acquisitions failed, the last with %v",
+				accepted.Load(), terminated, failed.Load(), ops, lastFailure.Load())
 		}
 		t.Logf("locker chaos: %d acquisitions tried, %d backends terminated; %d writes accepted, %d refused (each from a lease then reported lost), %d overlaps (each with a lost lease), %d leases lost; 0 violations, 0 locks left",
 			ops, terminated, accepted.Load(), refused.Load(), overlaps, lost.Load())
