@@ -217,10 +217,7 @@ func goalsTable(r *results) string {
 			return s + ", met"
 		}
 	}
-	targets := []struct {
-		name string
-		cell func(c col) string
-	}{
+	return targetsTable(header, cols, []target[col]{
 		{"`TryLock`+`Unlock`, fresh keys ≤ 1.03× the best by hand", lockCall("InterleavedTryLock", "ours-freshkey")},
 		{"`TryLock`+`Unlock`, one key ≤ 1.03×", lockCall("InterleavedTryLock", "ours-fixedkey")},
 		{"`TryXactLock`, fresh keys ≤ 1.03×", lockCall("InterleavedTryXactLock", "ours-freshkey")},
@@ -233,14 +230,5 @@ func goalsTable(r *results) string {
 		{"the same, `library-waiter`: the library's wait, released by the faster unlock by hand", handoffBest("library-waiter")},
 		{"middleware, one client (mean request) ≤ 1.03×", middleware("middleware-1")},
 		{"middleware, 8 clients ≤ 1.03×", middleware("middleware-8")},
-	}
-	var rows [][]string
-	for _, t := range targets {
-		row := []string{t.name}
-		for _, c := range cols {
-			row = append(row, t.cell(c))
-		}
-		rows = append(rows, row)
-	}
-	return table(header, rows)
+	})
 }

@@ -149,10 +149,7 @@ func pgxGoalsTable(r *results) string {
 		}
 		return mark(worst, 0.97, false)
 	}
-	targets := []struct {
-		name string
-		cell func(c col) string
-	}{
+	return targetsTable(header, cols, []target[col]{
 		{"`TryLock`+`Unlock` ≤ 1.03× the same statements by hand", ratio("CallsVsHand/SERVER/TryLockUnlock", "pgxlock/hand-same", 1.03, true)},
 		{"`TryXactLock` ≤ 1.03× the same statement by hand", ratio("CallsVsHand/SERVER/TryXactLock", "pgxlock/hand-same", 1.03, true)},
 		{"allocations, `TryLock`+`Unlock`: ≤ 2 more than by hand", allocs("CallsVsHand/SERVER/TryLockUnlock")},
@@ -167,14 +164,5 @@ func pgxGoalsTable(r *results) string {
 			return fmt.Sprintf("%.3f", v)
 		}},
 		{"handoff p50 ≤ 1.05× the blocking statement by hand", ratio("HandoffVsHand/SERVER", "pgxlock/hand", 1.05, true)},
-	}
-	var rows [][]string
-	for _, t := range targets {
-		row := []string{t.name}
-		for _, c := range cols {
-			row = append(row, t.cell(c))
-		}
-		rows = append(rows, row)
-	}
-	return table(header, rows)
+	})
 }

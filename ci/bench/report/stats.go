@@ -117,3 +117,23 @@ func mark(v, limit float64, atMost bool) string {
 	}
 	return fmt.Sprintf("**%.3f, not met**", v)
 }
+
+// A target is a row of a targets table: its name, and how to fill its
+// cell in each column.
+type target[C any] struct {
+	name string
+	cell func(c C) string
+}
+
+// targetsTable renders one row per target, with a cell for each of cols.
+func targetsTable[C any](header []string, cols []C, targets []target[C]) string {
+	var rows [][]string
+	for _, t := range targets {
+		row := []string{t.name}
+		for _, c := range cols {
+			row = append(row, t.cell(c))
+		}
+		rows = append(rows, row)
+	}
+	return table(header, rows)
+}
