@@ -68,6 +68,7 @@ type Mux struct {
 
 	closing context.Context    // ends when Close starts: waits end with it
 	close   context.CancelFunc // ends closing
+	openers sync.WaitGroup     // carriers being opened; Close waits for them
 }
 
 // keyHolds are a process's holds on one key: the leases on it and the
@@ -262,23 +263,9 @@ func (m *Mux) carrier(ctx context.Context) (*carrier, error) {
 		}
 		if open {
 			m.opening++
+			m.openers.Add(1) // under mu, so that a Close after it waits for it
 			m.mu.Unlock()
-			c, err := m.openCarrier(ctx)
-			m.mu.Lock()
-			m.opening--
-			if err == nil && m.closed {
-				m.signalLocked()
-				m.mu.Unlock()
-				_ = c.close(context.Background())
-				return nil, FailKind("lease", "", ErrLockerClosed, nil)
-			}
-			if err == nil {
-				m.carriers = append(m.carriers, c)
-				c.pending++
-			}
-			m.signalLocked()
-			m.mu.Unlock()
-			return c, err
+			return m.open(ctx)
 		}
 		if best != nil {
 			best.pending++
@@ -442,6 +429,7 @@ func (m *Mux) Close(ctx context.Context) error {
 	m.signalLocked() // acquisitions waiting for a carrier to open end
 	m.mu.Unlock()
 	m.close()
+	m.openers.Wait() // an opening ends with closing, and closes what it opened
 	var errs []error
 	for _, c := range carriers {
 		errs = append(errs, c.close(ctx))

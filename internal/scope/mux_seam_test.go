@@ -55,10 +55,12 @@ type fakePool struct {
 	engine *Engine
 	rows   map[string]int64
 	gate   chan struct{} // when set, each OpenSession waits for it to close
+	delay  time.Duration // how long each OpenSession takes
 
 	mu        sync.Mutex
 	sent      []string
-	opened    int
+	opened    int // OpenSession calls
+	made      int // sessions they returned
 	discarded int
 	closed    int
 }
@@ -80,6 +82,16 @@ func (p *fakePool) OpenSession(ctx context.Context) (ScopeSession, error) {
 			return nil, ctx.Err()
 		}
 	}
+	if p.delay > 0 {
+		select {
+		case <-time.After(p.delay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	p.mu.Lock()
+	p.made++
+	p.mu.Unlock()
 	return &fakeCarrierSession{p: p, rows: p.rows}, nil
 }
 
@@ -144,8 +156,9 @@ func TestSeamMux(t *testing.T) {
 
 // TestMuxCloseEndsWaitForOpening checks that acquisitions waiting for the
 // first carriers being opened end with ErrLockerClosed when Close comes
-// first, even though those carriers then open: a burst of 8 opens 4 and
-// the other 4 wait for them.
+// first: a burst of 8 opens 4 and the other 4 wait for them. Close ends
+// the openings too, and waits for them, so that no session opens after
+// it.
 func TestMuxCloseEndsWaitForOpening(t *testing.T) {
 	t.Parallel()
 	p := &fakePool{engine: &Engine{Name: PostgreSQL}, rows: map[string]int64{sqltext.CarrierRelease(7, 9): 1},
@@ -190,7 +203,54 @@ func TestMuxCloseEndsWaitForOpening(t *testing.T) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.opened != spreadCarriers || p.closed != spreadCarriers {
-		t.Errorf("sessions opened %d, closed %d; want %d each", p.opened, p.closed, spreadCarriers)
+	if p.opened != spreadCarriers || p.closed != 0 {
+		t.Errorf("sessions being opened %d, closed %d; want %d, 0 (Close ended the openings)", p.opened, p.closed, spreadCarriers)
 	}
+}
+
+// TestMuxOpensAcrossDeadlines checks that a carrier whose opening takes
+// longer than each acquisition's deadline opens all the same: the
+// acquisition that started it fails at its deadline, and a later one
+// finds it open. Were each opening cut short by its acquisition's end, no
+// acquisition would ever succeed.
+func TestMuxOpensAcrossDeadlines(t *testing.T) {
+	t.Parallel()
+	key := sqltext.Key{Bigint: 1}
+	p := &fakePool{engine: &Engine{Name: PostgreSQL}, delay: 200 * time.Millisecond, rows: map[string]int64{
+		sqltext.CarrierTry(7, 9, false, key):    2,
+		sqltext.CarrierUnlock(7, 9, false, key): 1,
+		sqltext.CarrierRelease(7, 9):            1,
+	}}
+	mx := NewMux(p, 10, 0, 10*time.Second, nil)
+	var failed int
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		l, err := mx.Acquire(ctx, key, &Options{Try: true})
+		cancel()
+		if err != nil {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Acquire = %v; want a deadline exceeded while the carrier opens", err)
+			}
+			failed++
+			continue
+		}
+		if err := l.Release(context.Background()); err != nil {
+			t.Errorf("Release = %v", err)
+		}
+		if err := mx.Close(context.Background()); err != nil {
+			t.Errorf("Close = %v", err)
+		}
+		if failed == 0 {
+			t.Error("the first acquisition succeeded; want it to fail while the carrier opens")
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.opened > spreadCarriers || p.made == 0 || p.closed != p.made || p.discarded != 0 {
+			t.Errorf("sessions being opened %d, opened %d, closed %d, discarded %d; want at most %d being opened, each one opened closed, none discarded",
+				p.opened, p.made, p.closed, p.discarded, spreadCarriers)
+		}
+		return
+	}
+	_ = mx.Close(context.Background())
+	t.Fatalf("no acquisition succeeded in 10 s (%d failed): the carrier never opened", failed)
 }
