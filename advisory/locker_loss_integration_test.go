@@ -2,6 +2,7 @@ package advisory_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	mrand "math/rand/v2"
 	"sync"
@@ -260,10 +261,34 @@ func testLockerChaos(t *testing.T) {
 		}
 		pgRequireNoAppLocks(t, tg.DB, app)
 		if accepted.Load() == 0 || terminated == 0 {
+			logActivity(t, tg.DB)
 			t.Fatalf("nothing to prove: %d writes accepted, %d backends terminated; %d of %d acquisitions failed, the last with %v",
 				accepted.Load(), terminated, failed.Load(), ops, lastFailure.Load())
 		}
 		t.Logf("locker chaos: %d acquisitions tried, %d backends terminated; %d writes accepted, %d refused (each from a lease then reported lost), %d overlaps (each with a lost lease), %d leases lost; 0 violations, 0 locks left",
 			ops, terminated, accepted.Load(), refused.Load(), overlaps, lost.Load())
 	})
+}
+
+// logActivity logs the server's sessions as pg_stat_activity shows them,
+// for a run that went wrong.
+func logActivity(t *testing.T, obs *sql.DB) {
+	t.Helper()
+	rows, err := obs.QueryContext(context.Background(), `SELECT pid, coalesce(application_name, ''), coalesce(backend_type, ''),
+		coalesce(state, ''), coalesce(wait_event_type || ':' || wait_event, ''), left(coalesce(query, ''), 80)
+		FROM pg_catalog.pg_stat_activity ORDER BY pid`)
+	if err != nil {
+		t.Logf("pg_stat_activity: %v", err)
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var pid int
+		var app, typ, state, wait, query string
+		if err := rows.Scan(&pid, &app, &typ, &state, &wait, &query); err != nil {
+			t.Logf("pg_stat_activity: %v", err)
+			return
+		}
+		t.Logf("pg_stat_activity: %d %q %s %s %s %q", pid, app, typ, state, wait, query)
+	}
 }

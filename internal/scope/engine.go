@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"weak"
 
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
@@ -259,17 +260,68 @@ func engineOfDB(ctx context.Context, db *sql.DB, q Queryer) (*Engine, error) {
 	case *sql.Conn:
 		e, err = engineOfSession(ctx, q)
 	default:
-		var conn *sql.Conn
-		if conn, err = db.Conn(ctx); err != nil {
-			return nil, err
-		}
-		e, err = engineOfSession(ctx, conn)
-		_ = conn.Close()
+		return probeDB(ctx, db)
 	}
 	if err != nil {
 		return nil, err
 	}
 	return dbEngines.store(db, e).(*Engine), nil
+}
+
+// ProbeTimeout bounds a probe of a *sql.DB once every call that waited
+// for it has given up.
+const ProbeTimeout = 30 * time.Second
+
+// A dbProbe is the probe of a *sql.DB under way: done is closed once e
+// or err is set.
+type dbProbe struct {
+	done chan struct{}
+	e    *Engine
+	err  error
+}
+
+// dbProbes holds the probe under way of each *sql.DB: see probeDB.
+var dbProbes sync.Map // *sql.DB → *dbProbe
+
+// probeDB finds db's engine on a connection of its own, one probe at a
+// time per *sql.DB, and records it in dbEngines. The probe runs on its
+// own, bounded by ProbeTimeout and not by ctx: a call whose ctx ends
+// first fails, and the probe goes on for the next. So calls that each
+// give up before a connection can be made, as on a loaded server, cannot
+// keep db's engine unknown for ever, nor send one connection attempt
+// each.
+func probeDB(ctx context.Context, db *sql.DB) (*Engine, error) {
+	p := &dbProbe{done: make(chan struct{})}
+	if v, running := dbProbes.LoadOrStore(db, p); running {
+		p = v.(*dbProbe)
+	} else {
+		go func() {
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ProbeTimeout)
+			defer cancel()
+			p.e, p.err = probeDBOnce(pctx, db)
+			if p.err == nil {
+				p.e = dbEngines.store(db, p.e).(*Engine)
+			}
+			dbProbes.Delete(db) // after a failure, the next call probes again
+			close(p.done)
+		}()
+	}
+	select {
+	case <-p.done:
+		return p.e, p.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// probeDBOnce finds db's engine on one of its connections.
+func probeDBOnce(ctx context.Context, db *sql.DB) (*Engine, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return engineOfSession(ctx, conn)
 }
 
 // engineOfSession is [engineOfConn] on conn's driver connection. A probe

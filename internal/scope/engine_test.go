@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 	"weak"
 
 	"github.com/DATA-DOG/go-sqlmock"
@@ -331,5 +332,44 @@ func TestDriverConnOf(t *testing.T) {
 	}
 	if a, b := driverConnOf(c), driverConnOf(c); a != b {
 		t.Error("two calls on one connection give two keys")
+	}
+}
+
+// TestEngineProbeOutlivesDeadlines checks that a probe slower than each
+// caller's deadline finds the engine all the same, in one probe: the
+// callers whose deadline ends first fail, and a later one finds the
+// engine known. Were each probe cut short by its caller, none would ever
+// finish.
+func TestEngineProbeOutlivesDeadlines(t *testing.T) {
+	t.Parallel()
+	db, m, err := sqlmock.New(sqlmock.QueryMatcherOption(sqlmock.QueryMatcherEqual))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ProbeOnMock(db)
+	m.ExpectQuery(sqltext.EngineProbe).WithoutArgs().WillDelayFor(200 * time.Millisecond).
+		WillReturnRows(probeRows("CockroachDB CCL v26.3.1 (x86_64-pc-linux-gnu)"))
+	var failed int
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the engine was still unknown after 10 s (%d calls failed)", failed)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		err := CheckDB(ctx, db, false, "lease", "42")
+		cancel()
+		if errors.Is(err, ErrUnsupportedEngine) {
+			break
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("CheckDB = %v; want a deadline exceeded while the probe runs", err)
+		}
+		failed++
+	}
+	if failed == 0 {
+		t.Error("the first call found the engine; want it to fail while the probe runs")
+	}
+	if err := m.ExpectationsWereMet(); err != nil {
+		t.Error(err)
 	}
 }
