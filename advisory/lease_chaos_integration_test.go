@@ -141,6 +141,7 @@ func leaseChaos(t *testing.T, db, obs *sql.DB, app string, outages bool, chaos f
 		lost     int
 		failed   int // writes the server did not answer, in outages
 	)
+	warmPool(t, db, chaosWorkers)
 	stop := time.Now().Add(chaosDuration)
 	var wg sync.WaitGroup
 	for w := range chaosWorkers {
@@ -259,4 +260,28 @@ func leaseChaos(t *testing.T, db, obs *sql.DB, app string, outages bool, chaos f
 	}
 	t.Logf("lease chaos: %s; %d writes accepted, %d refused (each from a lease then reported lost), %d failed in outages, %d leases lost; 0 stale writes accepted",
 		what, accepted, refused, failed, lost)
+}
+
+// warmPool opens n of db's connections before a chaos run and keeps them
+// idle in its pool, so that the run's first acquisitions need not dial.
+// Under a full parallel suite on a machine of two cores, connecting can
+// take longer than an acquisition's one-second deadline; the runs then
+// failed for want of anything to prove, before any chaos began. Dialing
+// again after a terminated backend or a restart stays part of the run.
+func warmPool(t *testing.T, db *sql.DB, n int) {
+	t.Helper()
+	db.SetMaxIdleConns(n)
+	ctx, cancel := context.WithTimeout(context.Background(), pgtest.PollTimeout)
+	defer cancel()
+	conns := make([]*sql.Conn, 0, n)
+	for range n {
+		c, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatalf("warming the pool: %v", err)
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		_ = c.Close()
+	}
 }

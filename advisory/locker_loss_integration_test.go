@@ -148,6 +148,20 @@ func testLockerChaos(t *testing.T) {
 			newLocker(t, db, advisory.LockerConfig{MaxConns: manyConns, Heartbeat: lossHeartbeat}),
 			newLocker(t, db, advisory.LockerConfig{MaxConns: manyConns, Heartbeat: lossHeartbeat}),
 		}
+		// Connect first: the engine identified, a carrier open in each
+		// Locker, the pool warm (see warmPool).
+		warmPool(t, db, 8)
+		for _, lk := range lockers {
+			wctx, cancel := context.WithTimeout(ctx, pgtest.PollTimeout)
+			l, err := lk.Acquire(wctx, advisory.Int64Key(mrand.Int64()), advisory.Try())
+			cancel()
+			if err != nil {
+				t.Fatalf("warming the Locker: %v", err)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
 		gen := newPGKeys()
 		keys := make([]advisory.Key, 1000)
 		for i := range keys {
