@@ -50,12 +50,17 @@ func poolerRuns() int {
 // isEnded reports whether err says that the call's backend was ended
 // under it: through a pooler, a lease's end that lands on another backend
 // ends the lease's backend, and with it whatever another client runs
-// there (see docs/leases.md, "Through a transaction pooler").
+// there (see docs/leases.md, "Through a transaction pooler"); or that a
+// Locker ended its connection for want of an answer.
 func isEnded(err error) bool {
 	var e interface{ SQLState() string }
 	return errors.As(err, &e) && e.SQLState() == "57P01" ||
 		errors.Is(err, driver.ErrBadConn) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		strings.Contains(err.Error(), "server conn crashed")
+		strings.Contains(err.Error(), "server conn crashed") ||
+		// A Locker whose statement went unanswered within the heartbeat
+		// (100 ms here, which a loaded machine can miss) ends that
+		// connection and what it held.
+		errors.Is(err, scope.ErrLockLost) && strings.Contains(err.Error(), "no answer within")
 }
 
 // isPooler reports whether err is the refusal of a shared session.
