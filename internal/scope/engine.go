@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 	"weak"
 
 	"github.com/pgadvisory/pgadvisory/internal/sqltext"
@@ -268,10 +267,6 @@ func engineOfDB(ctx context.Context, db *sql.DB, q Queryer) (*Engine, error) {
 	return dbEngines.store(db, e).(*Engine), nil
 }
 
-// ProbeTimeout bounds a probe of a *sql.DB once every call that waited
-// for it has given up.
-const ProbeTimeout = 30 * time.Second
-
 // A dbProbe is the probe of a *sql.DB under way: done is closed once e
 // or err is set.
 type dbProbe struct {
@@ -285,7 +280,7 @@ var dbProbes sync.Map // *sql.DB → *dbProbe
 
 // probeDB finds db's engine on a connection of its own, one probe at a
 // time per *sql.DB, and records it in dbEngines. The probe runs on its
-// own, bounded by ProbeTimeout and not by ctx: a call whose ctx ends
+// own, bounded by OutlivedTimeout and not by ctx: a call whose ctx ends
 // first fails, and the probe goes on for the next. So calls that each
 // give up before a connection can be made, as on a loaded server, cannot
 // keep db's engine unknown for ever, nor send one connection attempt
@@ -296,7 +291,7 @@ func probeDB(ctx context.Context, db *sql.DB) (*Engine, error) {
 		p = v.(*dbProbe)
 	} else {
 		go func() {
-			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ProbeTimeout)
+			pctx, cancel := outlived(ctx)
 			defer cancel()
 			p.e, p.err = probeDBOnce(pctx, db)
 			if p.err == nil {

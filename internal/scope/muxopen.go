@@ -5,9 +5,16 @@ import (
 	"time"
 )
 
-// OpenTimeout bounds the opening of a carrier once the acquisition that
-// started it has given up on it.
-const OpenTimeout = 30 * time.Second
+// OutlivedTimeout bounds work that goes on once the call that started it
+// has given up on it: a carrier's opening ([Mux.open]) and the probe of a
+// *sql.DB's engine ([probeDB]).
+const OutlivedTimeout = 30 * time.Second
+
+// outlived returns a context for such work: ctx's values, not its
+// cancellation, and an end OutlivedTimeout away.
+func outlived(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), OutlivedTimeout)
+}
 
 // An opening is a carrier being opened for an acquisition. Its fields
 // are guarded by the Mux's mu.
@@ -20,7 +27,7 @@ type opening struct {
 
 // open opens a carrier for an acquisition under ctx, with m.opening and
 // m.openers already counting it, and returns it with the acquisition counted as
-// pending on it. The opening runs on its own, bounded by OpenTimeout and
+// pending on it. The opening runs on its own, bounded by OutlivedTimeout and
 // by Close but not by ctx: when ctx ends first, the acquisition fails,
 // and the carrier, once open, serves the next one. Connecting can take
 // longer than an acquisition's deadline on a loaded server; if each
@@ -29,7 +36,7 @@ type opening struct {
 // least time left when it fails.
 func (m *Mux) open(ctx context.Context) (*carrier, error) {
 	o := &opening{done: make(chan struct{})}
-	octx, cancel := context.WithTimeout(context.WithoutCancel(ctx), OpenTimeout)
+	octx, cancel := outlived(ctx)
 	stop := context.AfterFunc(m.closing, cancel)
 	go func() {
 		defer m.openers.Done()
